@@ -1,0 +1,43 @@
+# Quota Platform: thin wrappers around the real commands. `make` alone lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(BIN)/.installed: requirements.txt requirements-dev.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11 or newer is needed (found $$($(PYTHON) --version))."; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+install: $(BIN)/.installed ## Create .venv and install everything
+
+.env:
+	@$(BIN)/python -c 'import secrets; print("# Written by make run for the embedded default; every variable is in .env.example.\nSECRET_KEY=" + secrets.token_urlsafe(50) + "\nDEBUG=false\nSECURE_HTTPS=false")' > .env
+	@echo "Wrote .env for the embedded default (SQLite, in-process counters, a local folder as broker)."
+
+run: install .env ## Serve the platform on embedded defaults (API, admin, worker, beat)
+	$(BIN)/python manage.py run_platform
+
+test: install ## Run the whole suite against real PostgreSQL and Redis
+	$(BIN)/python tests/testenv.py $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install ## ruff check and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: install ## Fix what ruff can fix and format
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: install ## Run the benchmarks (see bench/README.md)
+	$(BIN)/python tests/testenv.py $(BIN)/python bench/run_all.py
+
+.PHONY: help install run test lint fmt bench

@@ -1,0 +1,267 @@
+"""The platform's Prometheus metrics, defined once, and the cheap calls the hot path makes.
+
+The check API calls `decision_recorded` (or `decision_counted` per batch item plus one
+`check_timed`) and `redis_error_recorded`; each costs a dictionary lookup and a locked add.
+The config snapshot gauges are computed when /metrics is scraped, never on the hot path.
+
+Under gunicorn each worker is a process with its own memory. When PROMETHEUS_MULTIPROC_DIR is
+set (before Python starts: prometheus_client picks its storage at import), every process writes
+its samples to files in that folder and /metrics sums all of them, whichever worker answers.
+The folder must be emptied before the server starts, and gunicorn's `child_exit` hook marks
+recycled workers dead (quota_platform/gunicorn_conf.py). Without the variable the default
+in-process registry is served, which is right for one process (`make run`, tests).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Container, Iterator
+from dataclasses import dataclass
+
+from django.core.exceptions import ImproperlyConfigured
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+MULTIPROC_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+# The same test prometheus_client makes when it picks its storage, so both agree.
+MULTIPROCESS = MULTIPROC_DIR_VARIABLE in os.environ
+if MULTIPROCESS and not os.path.isdir(os.environ[MULTIPROC_DIR_VARIABLE]):
+    # Fail at start rather than on the first check: every sample would be written into this folder.
+    raise ImproperlyConfigured(
+        f"{MULTIPROC_DIR_VARIABLE}={os.environ[MULTIPROC_DIR_VARIABLE]!r} is not a directory. Create an empty "
+        "folder for the metrics files before starting the server, or unset the variable for a single process."
+    )
+
+OUTCOMES = frozenset({"OK", "OVER_LIMIT", "DENIED"})
+OTHER = "other"
+# Backstop for callers that pass raw operation names: past this many distinct names per process,
+# new ones are counted as "other". Each name costs one time series per outcome in Prometheus.
+MAX_OPERATION_LABELS = 500
+# A check takes 0.5-50 ms; the upper buckets catch a stalled Redis or a GC pause.
+CHECK_SECONDS_BUCKETS = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.5, 1.0)
+REDIS_ERROR_KINDS = ("timeout", "connection", "oom", "readonly", "response", OTHER)
+
+DECISIONS = Counter(
+    "quota_decisions",
+    "Check decisions by operation and outcome (OK, OVER_LIMIT, DENIED).",
+    ["operation", "outcome"],
+)
+SHADOW_DENIALS = Counter(
+    "quota_shadow_denials",
+    "Checks a shadow-mode limit would have refused (admitted anyway).",
+    ["operation"],
+)
+DEGRADED_DECISIONS = Counter(
+    "quota_degraded_decisions",
+    "Checks decided without Redis, by each limit's store-failure policy.",
+    ["operation"],
+)
+CHECK_SECONDS = Histogram(
+    "quota_check_seconds",
+    "Time to decide one request to a check endpoint, in seconds.",
+    ["endpoint"],
+    buckets=CHECK_SECONDS_BUCKETS,
+)
+REDIS_ERRORS = Counter("quota_redis_errors", "Failed Redis calls by kind of failure.", ["kind"])
+
+
+class LabelCap:
+    """Admits at most `max_values` distinct label values; later newcomers become "other"."""
+
+    def __init__(self, max_values: int) -> None:
+        self._max_values = max_values
+        self._admitted: set[str] = set()
+        self._lock = threading.Lock()
+
+    def admit(self, value: str) -> str:
+        if value in self._admitted:
+            return value
+        with self._lock:
+            if len(self._admitted) >= self._max_values:
+                return OTHER
+            self._admitted.add(value)
+        return value
+
+
+_operation_cap = LabelCap(MAX_OPERATION_LABELS)
+# Labelled children by label values: `.labels()` validates and locks on every call, a dict does not.
+_decision_children: dict[tuple[str, str], Counter] = {}
+_shadow_children: dict[str, Counter] = {}
+_degraded_children: dict[str, Counter] = {}
+_timing_children: dict[str, Histogram] = {}
+
+
+def operation_label(name: str, known: Container[str]) -> str:
+    """The operation label for a check: the name when `known` holds it, else "other".
+
+    Operation names come from callers, so an unbounded set of them would create one time
+    series each. Pass the operations of the config snapshot (e.g. `snapshot.limits_by_operation`):
+    a typo or a scan of made-up names is then counted under "other".
+    """
+    return name if name in known else OTHER
+
+
+def decision_counted(
+    *, operation: str, outcome: str, shadow_denied: int = 0, degraded: int = 0, count: int = 1
+) -> None:
+    """Count `count` decisions (a batch adds up its items first). `operation` should come from
+    `operation_label`; `outcome` is OK, OVER_LIMIT or DENIED.
+
+    `shadow_denied`: how many a shadow limit would have refused; `degraded`: how many were decided without Redis.
+    """
+    key = (operation, outcome)
+    child = _decision_children.get(key)
+    if child is None:
+        child = _decision_child(operation, outcome)
+    child.inc(count)
+    if shadow_denied:
+        _child(_shadow_children, SHADOW_DENIALS, operation).inc(shadow_denied)
+    if degraded:
+        _child(_degraded_children, DEGRADED_DECISIONS, operation).inc(degraded)
+
+
+def check_timed(*, endpoint: str, seconds: float) -> None:
+    """Observe how long one request to `endpoint` took. Endpoints are constants of our code ("check", "batch")."""
+    child = _timing_children.get(endpoint)
+    if child is None:
+        child = _timing_children.setdefault(endpoint, CHECK_SECONDS.labels(endpoint=endpoint))
+    child.observe(seconds)
+
+
+def decision_recorded(
+    *, operation: str, outcome: str, shadow_denied: bool, degraded: bool, seconds: float, endpoint: str
+) -> None:
+    """Count one single check's decision and time it. For a batch: `decision_counted` per item, one `check_timed`."""
+    decision_counted(operation=operation, outcome=outcome, shadow_denied=shadow_denied, degraded=degraded)
+    check_timed(endpoint=endpoint, seconds=seconds)
+
+
+def redis_error_kind(error: BaseException) -> str:
+    """One of REDIS_ERROR_KINDS for a Redis exception (the label of `redis_error_recorded`)."""
+    if isinstance(error, RedisTimeoutError):
+        return "timeout"
+    if isinstance(error, RedisConnectionError):
+        return "connection"
+    if isinstance(error, OutOfMemoryError):
+        return "oom"  # maxmemory reached under noeviction: writes refused
+    if isinstance(error, ReadOnlyError):
+        return "readonly"  # talking to a replica, e.g. during a failover
+    if isinstance(error, ResponseError):
+        return "response"
+    return OTHER
+
+
+def redis_error_recorded(kind: str) -> None:
+    """Count one failed Redis call. `kind`: one of REDIS_ERROR_KINDS (see `redis_error_kind`), else "other"."""
+    REDIS_ERRORS.labels(kind=kind if kind in REDIS_ERROR_KINDS else OTHER).inc()
+
+
+def _decision_child(operation: str, outcome: str) -> Counter:
+    if outcome not in OUTCOMES:
+        raise ValueError(f"Unknown decision outcome {outcome!r}; expected one of {sorted(OUTCOMES)}")
+    label = _operation_cap.admit(operation)
+    child = DECISIONS.labels(operation=label, outcome=outcome)
+    if label == operation:
+        # Only admitted names are remembered, so junk names cannot grow this dict.
+        _decision_children[(operation, outcome)] = child
+    return child
+
+
+def _child(children: dict[str, Counter], counter: Counter, operation: str) -> Counter:
+    child = children.get(operation)
+    if child is None:
+        label = _operation_cap.admit(operation)
+        child = counter.labels(operation=label)
+        if label == operation:
+            children[operation] = child
+    return child
+
+
+# ------------------------------------------------------------------------------
+# Config snapshot gauges, computed at scrape time
+# ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ConfigSnapshotState:
+    """What this process knows about its config snapshot; `version` is None until the first check loads it."""
+
+    version: int | None
+    age_s: float | None
+    from_file: bool
+
+
+def config_snapshot_state(*, now: float | None = None) -> ConfigSnapshotState:
+    """This process's snapshot, without loading it: a scrape or probe must not trigger a config build.
+
+    The age counts from the last time the snapshot was confirmed current against the database;
+    a snapshot read from the last-known-good file counts from when it was built.
+    """
+    from apps.limits.snapshot_holder import snapshot_holder
+
+    holder = snapshot_holder()
+    if holder.version is None:
+        return ConfigSnapshotState(version=None, age_s=None, from_file=False)
+    snapshot = holder.get()  # already loaded: no database access
+    confirmed_at = holder.last_refresh_at or snapshot.built_at
+    now = time.time() if now is None else now
+    return ConfigSnapshotState(
+        version=snapshot.version, age_s=max(0.0, now - confirmed_at), from_file=holder.loaded_from_file
+    )
+
+
+SNAPSHOT_GAUGES = {
+    "quota_config_snapshot_loaded": "1 once this process has loaded its config snapshot.",
+    "quota_config_snapshot_version": "Version of the config snapshot in force.",
+    "quota_config_snapshot_age_seconds": "Seconds since the snapshot was last confirmed current against the database.",
+    "quota_config_snapshot_from_file": "1 while serving the last-known-good snapshot file (database was unreachable).",
+}
+
+
+class ConfigSnapshotCollector(Collector):
+    """Gauges of the answering process's config snapshot (each worker has its own)."""
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        # Lets registries learn the names without collecting (which needs Django's apps loaded).
+        for name, documentation in SNAPSHOT_GAUGES.items():
+            yield GaugeMetricFamily(name, documentation)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        state = config_snapshot_state()
+        yield _gauge("quota_config_snapshot_loaded", state.version is not None)
+        if state.version is None:
+            # Nothing to report yet, and not a reason to load it: the first check does that.
+            return
+        yield _gauge("quota_config_snapshot_version", state.version)
+        yield _gauge("quota_config_snapshot_age_seconds", state.age_s or 0.0)
+        yield _gauge("quota_config_snapshot_from_file", state.from_file)
+
+
+def _gauge(name: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, SNAPSHOT_GAUGES[name], value=float(value))
+
+
+if not MULTIPROCESS:
+    REGISTRY.register(ConfigSnapshotCollector())
+
+
+def metrics_registry() -> CollectorRegistry:
+    """The registry to serve: every worker's files in multiprocess mode, else this process's default registry."""
+    if not MULTIPROCESS:
+        return REGISTRY
+    # A fresh registry per scrape, as prometheus_client documents: files are read at collect time.
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry)
+    # Custom collectors are not written to files; this one reports the answering worker's snapshot.
+    registry.register(ConfigSnapshotCollector())
+    return registry
+
+
+def metrics_exposition() -> bytes:
+    """All platform metrics in the Prometheus text format (CONTENT_TYPE_LATEST)."""
+    return generate_latest(metrics_registry())

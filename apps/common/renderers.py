@@ -1,0 +1,36 @@
+"""orjson for the API's JSON in and out: several times faster than the standard library on the hot path."""
+
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
+
+
+class OrjsonRenderer(BaseRenderer):
+    media_type = "application/json"
+    format = "json"
+    charset = None
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
+        if data is None:
+            return b""
+        return orjson.dumps(data)
+
+
+class OrjsonParser(BaseParser):
+    media_type = "application/json"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        # Enforce Django's body size limit ourselves: reading the stream directly bypasses it.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        body = stream.read(limit + 1) if limit is not None else stream.read()
+        if limit is not None and len(body) > limit:
+            raise RequestDataTooBig("The request body is too large.")
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError as error:
+            raise ParseError(f"The body is not valid JSON: {error}") from None

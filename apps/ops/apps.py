@@ -1,0 +1,5 @@
+from django.apps import AppConfig
+
+
+class OpsConfig(AppConfig):
+    name = "apps.ops"

@@ -1,0 +1,138 @@
+"""Every beat job by name: what it runs, the Celery task that runs it on schedule, and when.
+
+The Celery tasks, `manage.py run_job NAME` and `manage.py setup_periodic_tasks` all read JOBS, so a job
+run by hand is the same code as the scheduled one. A job's `run` takes no arguments and returns a
+report: a dataclass with a one-line `summary` (a property, or a method) and, optionally, `as_dict()`.
+The report as a dict is what the usage tasks return and what `run_job --json` prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import zoneinfo
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+from apps.enforcement.store import engine_store
+from apps.usage.services import usage_flush, usage_purge, usage_rollup
+
+
+def flush_usage() -> Any:
+    return usage_flush(store=engine_store())
+
+
+def refresh_toggles() -> Any:
+    # Imported when run: a problem in that app then breaks this one job, not the whole table.
+    from apps.toggles.services import toggles_refresh
+
+    return toggles_refresh()
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    name: str
+    run: Callable[[], Any]
+    task: str
+    cron: str  # minute hour day-of-month month day-of-week, UTC
+    description: str
+    # A scheduled run that has not started within this many seconds is dropped, so a worker that was
+    # down does not work through a backlog of identical runs (None: never dropped).
+    expire_seconds: int | None = None
+
+
+JOBS: dict[str, Job] = {
+    job.name: job
+    for job in (
+        Job(
+            "flush_usage",
+            flush_usage,
+            "apps.usage.tasks.usage_flush_task",
+            "* * * * *",  # https://crontab.guru/#*_*_*_*_*
+            "Move completed minutes of usage from Redis into PostgreSQL, exactly once.",
+            expire_seconds=50,
+        ),
+        Job(
+            "rollup_usage",
+            usage_rollup,
+            "apps.usage.tasks.usage_rollup_task",
+            # Two minutes past each five: the flush at hh:01 has stored minute hh:59 before hh:02.
+            "2-59/5 * * * *",  # https://crontab.guru/#2-59/5_*_*_*_*
+            "Recompute the hours and days that newly flushed minutes fall in.",
+            expire_seconds=240,
+        ),
+        Job(
+            "purge_expired",
+            usage_purge,
+            "apps.usage.tasks.usage_purge_task",
+            "17 3 * * *",  # https://crontab.guru/#17_3_*_*_*
+            "Delete usage past retention, expired overrides and access rules, old flush claims.",
+        ),
+        Job(
+            "refresh_toggles",
+            refresh_toggles,
+            "apps.toggles.tasks.toggles_refresh_task",
+            "* * * * *",  # https://crontab.guru/#*_*_*_*_*
+            "Refresh feature toggles and hot overrides from the external source (or the last-known-good file).",
+            expire_seconds=50,
+        ),
+    )
+}
+
+
+def job_run(name: str) -> dict[str, Any]:
+    """Run the job called `name` now; its report as a dict, with its one-line summary under "summary"."""
+    report = JOBS[name].run()
+    fields = report.as_dict() if hasattr(report, "as_dict") else dataclasses.asdict(report)
+    summary = report.summary() if callable(report.summary) else report.summary
+    return {"job": name, **fields, "summary": summary}
+
+
+@transaction.atomic
+def periodic_tasks_setup() -> dict[str, str]:
+    """Create or update one django-celery-beat row per job, by name: {name: created | updated | unchanged}.
+
+    Only what JOBS states is written; `enabled` is set on creation and then left to the operators.
+    """
+    return {job.name: _periodic_task_sync(job) for job in JOBS.values()}
+
+
+def _periodic_task_sync(job: Job) -> str:
+    wanted = {
+        "task": job.task,
+        "crontab": _crontab(job.cron),
+        "interval": None,
+        "solar": None,
+        "clocked": None,
+        "one_off": False,
+        "expires": None,
+        "expire_seconds": job.expire_seconds,
+        "description": job.description,
+    }
+    task = PeriodicTask.objects.filter(name=job.name).first()
+    if task is None:
+        PeriodicTask.objects.create(name=job.name, **wanted)
+        return "created"
+    changed = {field: value for field, value in wanted.items() if getattr(task, field) != value}
+    if not changed:
+        return "unchanged"
+    for field, value in changed.items():
+        setattr(task, field, value)
+    task.save()
+    return "updated"
+
+
+def _crontab(cron: str) -> CrontabSchedule:
+    minute, hour, day_of_month, month_of_year, day_of_week = cron.split()
+    fields = {
+        "minute": minute,
+        "hour": hour,
+        "day_of_month": day_of_month,
+        "month_of_year": month_of_year,
+        "day_of_week": day_of_week,
+        "timezone": zoneinfo.ZoneInfo("UTC"),
+    }
+    return CrontabSchedule.objects.filter(**fields).order_by("pk").first() or CrontabSchedule.objects.create(**fields)

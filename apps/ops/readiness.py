@@ -1,0 +1,143 @@
+"""Readiness: may this process take traffic? PostgreSQL, the counter store, and the config snapshot.
+
+Every check reports in the body and never raises, so /readyz answers 503 with a reason rather
+than a 500 page. The probes use short timeouts and no retries: a load balancer asks often and
+must hear "not ready" quickly, not wait for a dead server the way a client library would.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.db import Error as DatabaseError
+from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from apps.common.metrics import config_snapshot_state
+
+logger = logging.getLogger(__name__)
+
+OK, DEGRADED, FAIL = "ok", "degraded", "fail"
+REDIS_TIMEOUT_S = 0.25
+SAFE_EVICTION_POLICY = "noeviction"
+Check = dict[str, Any]
+
+
+def database_connection() -> BaseDatabaseWrapper:
+    """The connection the probe uses (a function so tests can point it at a dead server)."""
+    return connection
+
+
+def redis_client() -> redis.Redis:
+    """A probe client for the counter store: same server as the engine, short timeouts, no retries."""
+    return _redis_probe_client(settings.REDIS_URL)
+
+
+@functools.lru_cache(maxsize=4)
+def _redis_probe_client(url: str) -> redis.Redis:
+    # Not the engine's shared pool: its timeouts are the hot path's (redis-py's default is 5 s), and
+    # redis-py's retry defaults vary with how a client is built. A probe says both explicitly.
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=REDIS_TIMEOUT_S,
+        socket_connect_timeout=REDIS_TIMEOUT_S,
+        retry=Retry(NoBackoff(), 0),
+        max_connections=2,
+    )
+
+
+def database_check() -> Check:
+    db = database_connection()
+    started = time.perf_counter()
+    try:
+        # SELECT 1 waits on no lock, so a statement timeout would add round trips for nothing;
+        # how long connecting may take is the database's connect_timeout option.
+        with db.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError as error:
+        return {"ok": False, "ms": _ms_since(started), "error": f"The database did not answer: {_one_line(error)}"}
+    return {"ok": True, "ms": _ms_since(started)}
+
+
+def redis_check() -> Check:
+    if not settings.REDIS_URL:
+        # Embedded default: counters live in this process, nothing to reach.
+        return {"ok": True, "mode": "in-process"}
+    client = redis_client()
+    started = time.perf_counter()
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        return {"ok": False, "ms": _ms_since(started), "error": f"Redis did not answer PING: {_one_line(error)}"}
+    check: Check = {"ok": True, "ms": _ms_since(started), **_eviction_policy(client)}
+    return check
+
+
+def _eviction_policy(client: redis.Redis) -> Check:
+    try:
+        policy = str(client.config_get("maxmemory-policy").get("maxmemory-policy", "unknown"))
+    except redis.RedisError as error:
+        # Managed Redis services often disable CONFIG; the store still works, we just cannot tell.
+        return {"maxmemory_policy": "unknown", "warning": f"could not read eviction policy ({_one_line(error)})"}
+    if policy == SAFE_EVICTION_POLICY:
+        return {"maxmemory_policy": policy}
+    return {
+        "maxmemory_policy": policy,
+        "warning": (
+            f"Redis eviction policy is {policy}: when Redis runs out of memory it deletes keys, and counter keys "
+            "deleted that way hand customers quota they already used. Every key the platform writes has an "
+            "expiry, so volatile-* policies delete them too. Set maxmemory-policy noeviction."
+        ),
+    }
+
+
+def config_check() -> Check:
+    state = config_snapshot_state()
+    check: Check = {
+        "version": state.version,
+        "age_s": None if state.age_s is None else round(state.age_s, 3),
+        "from_file": state.from_file,
+    }
+    if state.from_file:
+        check["warning"] = "serving the last-known-good config file: the database was unreachable when it loaded"
+    return check
+
+
+def readiness_report() -> tuple[str, dict[str, Check]]:
+    """The overall status (ok, degraded, fail) and each check. Fail when PostgreSQL or Redis is unreachable."""
+    checks = {
+        "postgres": _guarded("postgres", database_check),
+        "redis": _guarded("redis", redis_check),
+        "config": _guarded("config", config_check),
+    }
+    if not (checks["postgres"]["ok"] and checks["redis"]["ok"]):
+        return FAIL, checks
+    if any("warning" in check or check.get("ok") is False for check in checks.values()):
+        return DEGRADED, checks
+    return OK, checks
+
+
+def _guarded(name: str, check: Callable[[], Check]) -> Check:
+    try:
+        return check()
+    except Exception as error:
+        # A probe must answer whatever breaks; the traceback goes to the log, the reason to the body.
+        logger.exception("Readiness check %s failed unexpectedly", name)
+        return {"ok": False, "error": f"unexpected error: {_one_line(error)}"}
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from apps.ops import views
+
+urlpatterns = [
+    path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
+    path("metrics", views.metrics, name="metrics"),
+]

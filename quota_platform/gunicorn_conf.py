@@ -1,0 +1,43 @@
+"""Production server settings for gunicorn: `gunicorn -c python:quota_platform.gunicorn_conf quota_platform.wsgi`.
+
+Checks are short, CPU-bound sync Django views waiting on one Redis round trip, so plain
+sync workers are the cheapest model (ASGI costs 2-3x the CPU per request for sync views).
+Every value can be changed through the environment variable named beside it.
+"""
+
+import os
+from typing import Any
+
+# Where to listen. Behind a proxy or in a container, BIND=0.0.0.0:8000.
+bind = os.environ.get("BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}")
+
+# One worker per core keeps the CPU busy without context-switch overhead; a request spends
+# most of its time on CPU (parsing, deciding) and well under a millisecond waiting for Redis.
+workers = int(os.environ.get("WEB_CONCURRENCY", os.cpu_count() or 2))
+worker_class = "sync"
+
+# A check should answer in milliseconds; 30 s only catches a stuck worker (exports are background jobs).
+timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
+graceful_timeout = 20
+# Keep connections from services and gateways open between checks (they call often).
+keepalive = 5
+
+# Recycle workers now and then so a slow leak cannot grow forever; jitter avoids all restarting at once.
+max_requests = int(os.environ.get("WEB_MAX_REQUESTS", "20000"))
+max_requests_jitter = 2000
+
+# Every worker loads the app itself: each has its own Redis pool and config snapshot.
+preload_app = False
+
+# Access logs cost CPU on the hot path; Prometheus metrics count requests instead. ACCESS_LOG=- turns them on.
+accesslog = os.environ.get("ACCESS_LOG") or None
+errorlog = "-"
+loglevel = os.environ.get("LOG_LEVEL", "info").lower()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """In Prometheus multiprocess mode, drop a finished worker's live gauges (its counters keep counting)."""
+    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

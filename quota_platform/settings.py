@@ -1,0 +1,276 @@
+"""The one settings module. Every value comes from the environment (django-environ).
+
+Every variable read here is documented in `.env.example`. A `.env` file in the
+project root (or the file ENV_FILE names; ENV_FILE="" reads none) is read too,
+without overriding variables already set.
+"""
+
+import os
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+ENV_FILE = os.environ.get("ENV_FILE", str(BASE_DIR / ".env"))
+if ENV_FILE:
+    environ.Env.read_env(ENV_FILE, overwrite=False)
+
+# Runtime state of the embedded default (SQLite file, broker folder, snapshot file, static files).
+VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
+
+# ------------------------------------------------------------------------------
+# Core
+# ------------------------------------------------------------------------------
+DEBUG = env.bool("DEBUG", default=False)
+
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set it in the environment or in .env "
+            "(`make run` writes one for you), or set DEBUG=true for a throwaway development key."
+        )
+    SECRET_KEY = "insecure-development-key-only-used-with-debug-on"  # noqa: S105 - only with DEBUG on
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    # Third party
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_celery_beat",
+    "axes",
+    # Ours
+    "apps.common",
+    "apps.customers",
+    "apps.limits",
+    "apps.apikeys",
+    "apps.enforcement",
+    "apps.usage",
+    "apps.toggles",
+    "apps.ops",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns lockouts into a 429 page.
+    "axes.middleware.AxesMiddleware",
+]
+
+ROOT_URLCONF = "quota_platform.urls"
+WSGI_APPLICATION = "quota_platform.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# ------------------------------------------------------------------------------
+# Storage: PostgreSQL in production, SQLite for the embedded default
+# ------------------------------------------------------------------------------
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
+# No ATOMIC_REQUESTS: services that need a transaction say so with @transaction.atomic.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # libpq waits forever for an unreachable host; probes and jobs should give up and say so.
+    DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env.int("DATABASE_CONNECT_TIMEOUT", default=3)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Redis holds the counters. Without REDIS_URL the embedded default keeps them in process.
+REDIS_URL = env.str("REDIS_URL", default="")
+# A check waits at most this long for Redis before its limits' failure policies apply.
+QUOTA_REDIS_TIMEOUT_MS = env.int("QUOTA_REDIS_TIMEOUT_MS", default=50)
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "qp-cache",
+            "OPTIONS": {
+                "SOCKET_CONNECT_TIMEOUT": QUOTA_REDIS_TIMEOUT_MS / 1000,
+                "SOCKET_TIMEOUT": QUOTA_REDIS_TIMEOUT_MS / 1000,
+            },
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# ------------------------------------------------------------------------------
+# Auth and security
+# ------------------------------------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# Admin brute-force protection: lock a username+address pair, never forever.
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_HOURS", default=0.25)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+
+# Production is HTTPS. The embedded `make run` turns this off in its .env.
+SECURE_HTTPS = env.bool("SECURE_HTTPS", default=not DEBUG)
+SECURE_SSL_REDIRECT = SECURE_HTTPS
+# Load balancers probe these over plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SESSION_COOKIE_SECURE = SECURE_HTTPS
+CSRF_COOKIE_SECURE = SECURE_HTTPS
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if SECURE_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HTTPS
+SECURE_HSTS_PRELOAD = SECURE_HTTPS
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+if env.bool("USE_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# ------------------------------------------------------------------------------
+# Internationalisation
+# ------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# ------------------------------------------------------------------------------
+# Static files (served by WhiteNoise, so the admin works with DEBUG off)
+# ------------------------------------------------------------------------------
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# ------------------------------------------------------------------------------
+# REST framework and OpenAPI
+# ------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["apps.common.renderers.OrjsonRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["apps.common.renderers.OrjsonParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "apps.common.exception_handlers.error_response_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Quota Platform API",
+    "DESCRIPTION": "Ask before doing work: quota and rate-limit decisions for multi-tenant services.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# ------------------------------------------------------------------------------
+# Celery (schedules are django-celery-beat rows, created by setup_periodic_tasks)
+# ------------------------------------------------------------------------------
+# Without a broker URL the embedded default passes messages through a local folder.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+if CELERY_BROKER_URL == "filesystem://":
+    _broker_dir = VAR_DIR / "celery-broker"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir),
+        "data_folder_out": str(_broker_dir),
+        "control_folder": str(VAR_DIR / "celery-control"),
+    }
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+# ------------------------------------------------------------------------------
+# Quota platform
+# ------------------------------------------------------------------------------
+# Prefix of every Redis key the engine writes, so several platforms can share a Redis.
+QUOTA_KEY_PREFIX = env.str("QUOTA_KEY_PREFIX", default="qp")
+# Seconds between heartbeats of each API instance (the `local` failure policy divides limits by live ones).
+QUOTA_HEARTBEAT_S = env.float("QUOTA_HEARTBEAT_S", default=10.0)
+# Redis circuit breaker: failures in a row before it opens, and seconds it stays open before one probe.
+QUOTA_BREAKER_FAILURES = env.int("QUOTA_BREAKER_FAILURES", default=3)
+QUOTA_BREAKER_OPEN_S = env.float("QUOTA_BREAKER_OPEN_S", default=2.0)
+# Bearer token required to scrape /metrics ("" = open: then expose /metrics only on an internal network).
+QUOTA_METRICS_TOKEN = env.str("QUOTA_METRICS_TOKEN", default="")
+# Usage retention per table, in days (0 = keep forever).
+QUOTA_RETENTION_MINUTE_DAYS = env.int("QUOTA_RETENTION_MINUTE_DAYS", default=14)
+QUOTA_RETENTION_HOUR_DAYS = env.int("QUOTA_RETENTION_HOUR_DAYS", default=400)
+QUOTA_RETENTION_DAY_DAYS = env.int("QUOTA_RETENTION_DAY_DAYS", default=0)
+# Seconds between background writes of bookkeeping kept in memory meanwhile (API keys' last use,
+# customers first seen in checks); 0 = only on demand.
+QUOTA_BOOKKEEPING_FLUSH_S = env.float("QUOTA_BOOKKEEPING_FLUSH_S", default=30.0)
+# Where workers keep the last-known-good config snapshot.
+# How often each worker checks whether the configuration changed (seconds; 0 = never, tests only).
+QUOTA_SNAPSHOT_POLL_S = env.float("QUOTA_SNAPSHOT_POLL_S", default=0.5)
+# (`or`: an empty QUOTA_SNAPSHOT_PATH= line in .env means the default, not the current directory.)
+QUOTA_SNAPSHOT_PATH = Path(env.str("QUOTA_SNAPSHOT_PATH", default="") or VAR_DIR / "snapshot.json")
+# Feature toggles and hot overrides from an external source (the refresh_toggles beat job):
+# a file path or an https:// URL serving the JSON document; "" = no source, the job does nothing.
+QUOTA_TOGGLES_SOURCE = env.str("QUOTA_TOGGLES_SOURCE", default="")
+# The last document applied from the source; applied again while the source is unreachable or invalid.
+QUOTA_TOGGLES_LKG_PATH = Path(env.str("QUOTA_TOGGLES_LKG_PATH", default="") or VAR_DIR / "toggles-lkg.json")
+# Allow plain http:// and loopback/private/link-local source addresses (local development and tests only).
+QUOTA_TOGGLES_ALLOW_PRIVATE = env.bool("QUOTA_TOGGLES_ALLOW_PRIVATE", default=False)
+# Seconds to wait for the source (connect, each read, and the whole download).
+QUOTA_TOGGLES_TIMEOUT_S = env.float("QUOTA_TOGGLES_TIMEOUT_S", default=5.0)
+
+# Gateway forward-auth (/api/v1/authz): which header names the customer, which the client address,
+# what a path no route maps gets, and the routes: a JSON list of {"method", "path" (regex, may
+# capture (?P<resource>...)), "operation"}.
+QUOTA_AUTHZ_CUSTOMER_HEADER = env.str("QUOTA_AUTHZ_CUSTOMER_HEADER", default="X-Quota-Customer")
+QUOTA_AUTHZ_IP_HEADER = env.str("QUOTA_AUTHZ_IP_HEADER", default="X-Real-IP")
+QUOTA_AUTHZ_UNMATCHED = env.str("QUOTA_AUTHZ_UNMATCHED", default="allow")
+if QUOTA_AUTHZ_UNMATCHED not in ("allow", "deny"):
+    raise ImproperlyConfigured(f"QUOTA_AUTHZ_UNMATCHED must be allow or deny, not {QUOTA_AUTHZ_UNMATCHED!r}.")
+QUOTA_AUTHZ_ROUTES = env.str("QUOTA_AUTHZ_ROUTES", default="[]")
+
+# ------------------------------------------------------------------------------
+# Logging
+# ------------------------------------------------------------------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}

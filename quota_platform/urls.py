@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+# The check endpoints come first: URL resolution walks this list on every request.
+urlpatterns = [
+    path("api/v1/", include("apps.enforcement.urls")),
+    path("api/v1/", include("apps.usage.urls")),
+    path("", include("apps.ops.urls")),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[], permission_classes=[]),
+        name="api-docs",
+    ),
+]

@@ -1,0 +1,59 @@
+"""Shared fixtures: Redis with a per-test key prefix, fast password hashing, API and admin clients."""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+
+@pytest.fixture(autouse=True)
+def _test_settings(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # The test client speaks plain HTTP; production settings would redirect it to HTTPS.
+    settings.SECURE_SSL_REDIRECT = False
+    # No background threads writing to the database behind a test's back; tests call refresh/flush.
+    settings.QUOTA_SNAPSHOT_POLL_S = 0
+    # Refused requests are what many tests are about; Django's per-request warning is only noise here.
+    logging.getLogger("django.request").setLevel(logging.ERROR)
+    settings.QUOTA_BOOKKEEPING_FLUSH_S = 0
+    settings.QUOTA_HEARTBEAT_S = 0
+
+
+@pytest.fixture(autouse=True)
+def _fresh_config_snapshot() -> Iterator[None]:
+    """Each test builds its own snapshot from its own rows."""
+    from apps.limits.snapshot_holder import snapshot_holder_reset
+
+    snapshot_holder_reset()
+    yield
+    snapshot_holder_reset()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        pytest.fail("REDIS_URL is not set: run the suite with `make test`, which provides a Redis.")
+    return url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def key_prefix(redis_client: redis.Redis) -> Iterator[str]:
+    """A Redis key prefix of this test's own; its keys are deleted afterwards."""
+    prefix = f"test-{uuid.uuid4().hex[:12]}"
+    yield prefix
+    keys = list(redis_client.scan_iter(match=f"{prefix}*", count=1000))
+    if keys:
+        redis_client.delete(*keys)

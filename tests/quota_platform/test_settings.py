@@ -1,0 +1,52 @@
+"""Settings read from the environment: production defaults are safe."""
+
+import os
+import secrets
+import subprocess
+import sys
+
+from tests.servers import repository_root
+
+PRODUCTION_ENV = {
+    "ALLOWED_HOSTS": "quota.example.com",
+    "DATABASE_URL": "postgres://quota@db.internal:5432/quota",
+    "REDIS_URL": "redis://redis.internal:6379/0",
+    "CELERY_BROKER_URL": "amqp://guest:guest@rabbit.internal:5672//",
+}
+
+
+def run_manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "ENV_FILE": ""}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=repository_root(),
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_check_deploy_reports_nothing_with_production_settings() -> None:
+    result = run_manage(
+        "check", "--deploy", "--fail-level", "WARNING", env={**PRODUCTION_ENV, "SECRET_KEY": secrets.token_urlsafe(60)}
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_it_refuses_to_start_without_a_secret_key_when_debug_is_off() -> None:
+    result = run_manage("check", env={**PRODUCTION_ENV, "SECRET_KEY": ""})
+    assert result.returncode != 0
+    assert "SECRET_KEY is not set" in result.stderr
+
+
+def test_debug_is_off_unless_set() -> None:
+    result = run_manage(
+        "shell",
+        "-c",
+        "from django.conf import settings; print(settings.DEBUG)",
+        env={**PRODUCTION_ENV, "SECRET_KEY": secrets.token_urlsafe(60)},
+    )
+    assert result.stdout.strip().splitlines()[-1] == "False", result.stderr
