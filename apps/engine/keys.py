@@ -1,0 +1,211 @@
+"""Redis key layout. Every key starts with the store's prefix and carries a TTL.
+
+Components are percent-encoded (`urllib.parse.quote(value, safe="")`): an encoded value never
+contains `:`, `=`, `{`, `}` or a bare `%`, so the separators below cannot be forged by any
+customer, resource or attribute value, and two different values never share a key.
+
+    counter      <prefix>:c:{<tag>}:<alg>:<name>[:<component>]*
+                 alg: fw | cal | swc | sl (+ sl.s, its running sum) | tb.<period_ms> | lb.<period_ms> | cc
+                 component: c=<customer> | r=<resource> | i=<ip> | a.<attr>=<value> | a.<attr>- (absent)
+                 tag: c=<customer> when keyed by customer, else i=<ip>, else n=<limit name>
+                 (per-customer hash tag; global and per-IP limits get a tag of their own).
+                 The quantity is not in the key: a changed limit applies to the existing count.
+                 Bucket keys name their period: a new period starts a fresh bucket.
+    idempotency  <prefix>:i:{c=<customer>}:<request_id>          string, the first decision; TTL 10 min
+    usage        <prefix>:u:{c=<customer>}:<operation>:<minute>  hash per UTC minute (minute = epoch_ms // 60000):
+                 allowed, denied, shadow_denied, cost:<unit> (summed over admitted checks); TTL 2 days
+    usage index  <prefix>:ui:<minute>                            set of the usage keys written that minute; TTL 2 days
+
+A lease id is `<b64 counter key without prefix>.<b64 customer>.<random>`; the lease's member in the
+concurrency set is `<b64 customer>.<random>`, so editing the customer part names a member that
+does not exist, and a decoded key is accepted only if it is a concurrency counter key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import secrets
+from functools import lru_cache
+from typing import NamedTuple
+from urllib.parse import quote, unquote
+
+from apps.engine.types import (
+    ATTRIBUTE_PREFIX,
+    BUCKETS,
+    CONCURRENCY,
+    SLIDING_LOG,
+    CheckItem,
+    InvalidCheck,
+    LimitSpec,
+)
+
+ALGORITHM_CODES = {
+    "fixed_window": "fw",
+    "calendar": "cal",
+    "sliding_window": "swc",
+    "sliding_log": "sl",
+    "token_bucket": "tb",
+    "leaky_bucket": "lb",
+    "concurrency": "cc",
+}
+IDEMPOTENCY_TTL_MS = 600_000
+USAGE_TTL_MS = 2 * 86_400_000
+MINUTE_MS = 60_000
+_MAX_COMPILED = 10_000
+_LEASE_KEY = re.compile(r"c:\{[^{}]+\}:cc:[^:{}]+(?::[^:{}]*)*")
+
+
+@lru_cache(maxsize=65536)
+def enc(value: str) -> str:
+    """Percent-encode one key component (injective; the result has no separator characters)."""
+    return quote(value, safe="")
+
+
+def _b64(value: str) -> str:
+    return base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
+
+
+def _unb64(value: str) -> str:
+    decoded = base64.b64decode(value + "=" * (-len(value) % 4), altchars=b"-_", validate=True).decode()
+    if not decoded:
+        raise ValueError("empty")
+    return decoded
+
+
+# A key_by entry compiled: (field, prefix, "") for customer / resource / ip, (None, ":a.<encoded>",
+# <attribute>) for an attribute.
+_Entry = tuple[str | None, str, str]
+_FIELDS: dict[str, _Entry] = {
+    "customer": ("customer", ":c=", ""),
+    "resource": ("resource", ":r=", ""),
+    "ip": ("ip", ":i=", ""),
+}
+
+
+def _entry(entry: str) -> _Entry:
+    if entry in _FIELDS:
+        return _FIELDS[entry]
+    attr = entry[len(ATTRIBUTE_PREFIX) :]
+    return None, ":a." + enc(attr), attr
+
+
+def _components(entries: tuple[_Entry, ...], item: CheckItem) -> str:
+    """The ":<component>" of each entry, in order (see the module docstring)."""
+    text = ""
+    for field, part, attr in entries:
+        if field is not None:
+            text += part + enc(getattr(item, field))
+        else:
+            value = item.attributes.get(attr)
+            text += part + "-" if value is None else part + "=" + enc(value)
+    return text
+
+
+class _Compiled(NamedTuple):
+    head: str
+    tag_by: str
+    tails: tuple[str, ...]
+    entries: tuple[_Entry, ...]
+
+
+def _algorithm_segment(spec: LimitSpec) -> str:
+    code = ALGORITHM_CODES[spec.algorithm]
+    return f"{code}.{spec.period_ms}" if spec.algorithm in BUCKETS else code
+
+
+class KeyLayout:
+    """Builds every key of one store from its prefix (the prefix is never shared with other data)."""
+
+    def __init__(self, prefix: str) -> None:
+        if not prefix or any(char in prefix for char in "{}"):
+            raise InvalidCheck("a key prefix must be non-empty and contain no braces")
+        self.prefix = prefix
+        # id(spec) -> (spec, compiled): hashing a LimitSpec costs more than building its key.
+        self._specs: dict[int, tuple[LimitSpec, _Compiled]] = {}
+
+    def _compiled(self, spec: LimitSpec) -> _Compiled:
+        cached = self._specs.get(id(spec))
+        if cached is not None and cached[0] is spec:
+            return cached[1]
+        if len(self._specs) >= _MAX_COMPILED:
+            self._specs.clear()
+        tag_by = "customer" if "customer" in spec.key_by else "ip" if "ip" in spec.key_by else ""
+        head = f"{self.prefix}:c:{{" + {"customer": "c=", "ip": "i="}.get(tag_by, "n=" + enc(spec.name))
+        segment = _algorithm_segment(spec)
+        tails = (f"}}:{segment}:{enc(spec.name)}",)
+        if spec.algorithm == SLIDING_LOG:
+            tails += (f"}}:{segment}.s:{enc(spec.name)}",)
+        compiled = _Compiled(head, tag_by, tails, tuple(_entry(entry) for entry in sorted(spec.key_by)))
+        self._specs[id(spec)] = (spec, compiled)
+        return compiled
+
+    def counter_keys(self, spec: LimitSpec, item: CheckItem) -> tuple[str, ...]:
+        """The key(s) holding `spec`'s state for `item` (sliding logs have a second key: their sum)."""
+        cached = self._specs.get(id(spec))
+        head, tag_by, tails, entries = cached[1] if cached is not None and cached[0] is spec else self._compiled(spec)
+        if tag_by:
+            head += enc(getattr(item, tag_by))
+        components = _components(entries, item)
+        if len(tails) == 1:
+            return (head + tails[0] + components,)
+        return tuple(head + tail + components for tail in tails)
+
+    def idempotency_key(self, item: CheckItem) -> str | None:
+        """The key remembering `item`'s first decision, or None without a request_id."""
+        if item.request_id is None:
+            return None
+        return f"{self.prefix}:i:{{c={enc(item.customer)}}}:{enc(item.request_id)}"
+
+    def usage_base(self, item: CheckItem) -> str:
+        """The usage key of `item` without its minute (the script appends the minute of Redis time)."""
+        return f"{self.prefix}:u:{{c={enc(item.customer)}}}:{enc(item.operation)}:"
+
+    def usage_key(self, customer: str, operation: str, minute: int) -> str:
+        """The usage hash of one customer x operation x UTC minute (minute = epoch_ms // 60000)."""
+        return f"{self.prefix}:u:{{c={enc(customer)}}}:{enc(operation)}:{minute}"
+
+    def usage_index_key(self, minute: int) -> str:
+        """The set listing the usage keys written during `minute`."""
+        return f"{self.prefix}:ui:{minute}"
+
+    def parse_usage_key(self, key: str) -> tuple[str, str, int]:
+        """Split a usage key into (customer, operation, minute)."""
+        head = f"{self.prefix}:u:{{c="
+        if not key.startswith(head):
+            raise InvalidCheck(f"not a usage key: {key!r}")
+        customer, rest = key[len(head) :].split("}:", 1)
+        operation, minute = rest.split(":")
+        return unquote(customer), unquote(operation), int(minute)
+
+    def new_lease(self, counter_key: str, customer: str) -> tuple[str, str]:
+        """Mint (lease_id, member) for a lease on `counter_key` held by `customer`."""
+        owner = _b64(customer)
+        member = f"{owner}.{secrets.token_hex(16)}"
+        return f"{_b64(counter_key[len(self.prefix) + 1 :])}.{member}", member
+
+    def lease_target(self, lease_id: str) -> tuple[str, str] | None:
+        """(counter key, member) named by a lease id, or None if the id is malformed or not a lease."""
+        parts = lease_id.split(".") if isinstance(lease_id, str) else []
+        if len(parts) != 3 or not parts[2]:
+            return None
+        try:
+            rest = _unb64(parts[0])
+            _unb64(parts[1])
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            return None
+        if not _LEASE_KEY.fullmatch(rest) or f":{ALGORITHM_CODES[CONCURRENCY]}:" not in rest:
+            return None
+        return f"{self.prefix}:{rest}", f"{parts[1]}.{parts[2]}"
+
+
+def lease_owner(lease_id: str) -> str | None:
+    """The customer who acquired `lease_id` (no lookup needed), or None if the id is malformed."""
+    parts = lease_id.split(".") if isinstance(lease_id, str) else []
+    if len(parts) != 3:
+        return None
+    try:
+        return _unb64(parts[1])
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None

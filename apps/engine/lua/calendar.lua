@@ -1,0 +1,27 @@
+-- calendar.lua: KEYS[lim.key] = "<window start ms>:<used>", TTL to the window's end.
+-- ARGV per limit: the window boundaries computed in Python (zoneinfo); check.lua picks the
+-- [lim.ws, lim.we) containing Redis time.
+ALG.cal = {}
+
+function ALG.cal.load(lim, now)
+  return window_load(lim.key, lim.ws)
+end
+
+function ALG.cal.eval(st, lim, now, cost)
+  if cost > lim.q then return false, -1 end
+  if st.used + cost <= lim.q then return true, 0 end
+  return false, max(1, lim.we - now)
+end
+
+function ALG.cal.apply(st, lim, now, cost)
+  st.used = st.used + cost
+  st.dirty = true
+end
+
+function ALG.cal.report(st, lim, now)
+  return max(0, lim.q - st.used), max(0, lim.we - now)
+end
+
+function ALG.cal.save(st, lim, now)
+  call('SET', lim.key, format('%d:%d', st.start, st.used), 'PX', ttl(lim.we - now))
+end

@@ -1,0 +1,273 @@
+-- check.lua: decide a batch of checks in one call (a single check is a batch of one), all or
+-- nothing per check (and per batch in atomic mode), with usage counted in the same call.
+-- Assembled after lib.lua and the algorithm fragments; mirrors apps/engine/store/decide.py.
+--
+-- KEYS: every counter and idempotency key the checks name, each once (numbers refer to them by index).
+-- ARGV: [1] now ms ('' = Redis TIME)  [2] 'i' independent | 'a' atomic  [3] usage index base ("<prefix>:ui:")
+--       [4] the numbers below, packed as little-endian doubles (every one an integer below 2^53, so
+--           exact; one struct.unpack instead of parsing text)
+--       [5..] the strings the numbers name by ARGV index: usage bases ("<prefix>:u:{c=..}:<op>:"),
+--           unit names, lease members, descriptors (stored with the decision)
+-- numbers: <definition count> <item count>
+--   then one definition per counter: <algorithm (index in CODES)> <key index> <quantity> <period ms>
+--     <capacity> <shadow 0|1> <bound count> <calendar window bound ms>*
+--   then per item: <usage base> <lease member (0 = none)> <descriptor (0 = none)> <idempotency key index
+--     (0 = none)> <dry run 0|1> <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count>
+--     (<definition number> <cost>)*
+-- Returns one array per item: {allowed 0|1, retry_after (-1 = never), replayed 0|1,
+--   lease expiry ms (0 = none), (over 0|1, remaining, reset ms)*}, or {-1, stored decision} where the
+--   stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10 minutes).
+local IDEMPOTENCY_TTL = 600000     -- by the script's clock, so a test clock and Redis expiry agree
+local USAGE_TTL_MS = 172800000
+
+local now = read_now(ARGV[1])
+local atomic = ARGV[2] == 'a'
+local index_base = ARGV[3]
+
+-- N: every number of the call. struct.unpack returns them on the Lua stack (at most ~8000 fit), so a
+-- long batch is unpacked 4000 at a time and copied.
+local N
+do
+  local blob, unpack_doubles = ARGV[4], struct.unpack
+  local count = #blob / 8
+  if count <= 4000 then
+    N = {unpack_doubles('<' .. string.rep('d', count), blob)}
+  else
+    N = {}
+    local done, pos = 0, 1
+    while done < count do
+      local take = math.min(4000, count - done)
+      local got = {unpack_doubles('<' .. string.rep('d', take), blob, pos)}
+      for i = 1, take do N[done + i] = got[i] end
+      done, pos = done + take, got[take + 1]
+    end
+  end
+end
+
+local defs, strings = {}, {}
+local p = 3
+for d = 1, N[1] do
+  local code, key, bounds = CODES[N[p]], N[p + 1], N[p + 6]
+  local lim = {code = code, key = KEYS[key], q = N[p + 2], per = N[p + 3], cap = N[p + 4], shadow = N[p + 5] == 1}
+  if code == 'sl' then
+    lim.key2 = KEYS[key + 1]
+    strings[#strings + 1] = lim.key2
+  elseif code ~= 'cc' then
+    strings[#strings + 1] = lim.key
+  end
+  if bounds > 0 then
+    local i, last = p + 7, p + 6 + bounds
+    while i < last - 1 and N[i + 1] <= now do i = i + 1 end
+    lim.ws, lim.we = N[i], N[i + 1]
+  end
+  defs[d] = lim
+  p = p + 7 + bounds
+end
+
+-- An item: strings and flags; its costs and limits stay in N (units at it.u, limit count at N[it.l]).
+local items = {}
+for i = 1, N[2] do
+  local lease, desc, units = N[p + 1], N[p + 2], N[p + 6]
+  local it = {usage = ARGV[N[p]], lease = '', desc = '', idem = N[p + 3], dry = N[p + 4] == 1, ttl = N[p + 5],
+    u = p + 7, units = units, l = p + 7 + 2 * units}
+  if lease > 0 then it.lease = ARGV[lease] end
+  if desc > 0 then it.desc = ARGV[desc] end
+  items[i] = it
+  if it.idem > 0 and not it.dry then strings[#strings + 1] = KEYS[it.idem] end
+  p = it.l + 1 + 2 * N[it.l]
+end
+prefetch(strings)
+
+-- Every function below is a closure created again on each call: helpers used once are inlined.
+local cache = {}
+local needs, need_keys = {}, {}
+
+-- Atomic batches: per key, the most the batch needs at once (earlier consuming items + this one).
+local function note_need(it, j, lim, cost)
+  if lim.shadow or cost == 0 then return end
+  local need = needs[lim.key]
+  if not need then
+    need = {lim = lim, running = 0, most = 0}
+    needs[lim.key] = need
+    need_keys[#need_keys + 1] = lim.key
+  end
+  need.most = max(need.most, need.running + cost)
+  if not it.dry and (lim.code ~= 'cc' or (j == 1 and it.lease ~= '')) then
+    need.running = need.running + cost
+  end
+end
+
+-- Decide one item into its result row (see the header); the row reports the state after the item
+-- when it consumed, before it otherwise. Atomic batches keep the reports before (it.before) too,
+-- for a rollback.
+local function decide(it)
+  local l = it.l
+  local count = N[l]
+  local row = {1, 0, 0, 0}
+  local allowed, retry, never = true, 0, false
+  for j = 1, count do
+    local lim, cost = defs[N[l + 2 * j - 1]], N[l + 2 * j]
+    local st = cache[lim.key]
+    if not st then
+      st = ALG[lim.code].load(lim, now)
+      st.lim = lim
+      cache[lim.key] = st
+    end
+    local ok, wait = true, 0
+    if cost > 0 then ok, wait = ALG[lim.code].eval(st, lim, now, cost) end
+    if ok then
+      row[3 * j + 2] = 0
+    else
+      row[3 * j + 2] = 1
+      if not lim.shadow then
+        allowed = false
+        if wait < 0 then never = true elseif wait > retry then retry = wait end
+      end
+    end
+    if atomic then note_need(it, j, lim, cost) end
+  end
+  if never then retry = -1 end
+  row[2] = retry
+  if not allowed then row[1] = 0 end
+  local consume = allowed and not it.dry
+  if atomic or not consume then
+    for j = 1, count do
+      local lim = defs[N[l + 2 * j - 1]]
+      row[3 * j + 3], row[3 * j + 4] = ALG[lim.code].report(cache[lim.key], lim, now)
+    end
+    if consume then
+      local before = {}
+      for n = 5, 3 * count + 4 do before[n] = row[n] end
+      it.before = before
+    end
+  end
+  if consume then
+    local leasing = it.lease ~= ''
+    for j = 1, count do
+      local lim, cost = defs[N[l + 2 * j - 1]], N[l + 2 * j]
+      local alg, st = ALG[lim.code], cache[lim.key]
+      local leased = j == 1 and leasing
+      if cost > 0 and (row[3 * j + 2] == 0 or leased) then
+        alg.apply(st, lim, now, cost, leased and it or nil)
+        st.lim = lim  -- the state is saved with the parameters of its last change, as in decide.py
+      end
+      row[3 * j + 3], row[3 * j + 4] = alg.report(st, lim, now)
+    end
+    if leasing then row[4] = now + it.ttl end
+  end
+  return row
+end
+
+-- Decide every item in order (replays and in-batch repeats take no part). out[i] is the item's
+-- row, or {-1, stored} for a replay; dup[i] names the earlier item an in-batch repeat replays.
+local out, dup, first_of = {}, {}, {}
+local rolled_back = false
+for i, it in ipairs(items) do
+  local key = nil
+  if it.idem > 0 and not it.dry then key = KEYS[it.idem] end
+  if key and first_of[key] then
+    dup[i] = first_of[key]
+  else
+    -- The first decision of a request id, if taken less than 10 minutes ago (by the script's clock).
+    local stored = key and fetch(key)
+    if stored and now - tonumber(match(stored, '^(%d+)|')) < IDEMPOTENCY_TTL then
+      out[i] = {-1, stored}
+    else
+      if key then first_of[key] = i end
+      out[i] = decide(it)
+      if out[i][1] == 0 then rolled_back = atomic end
+    end
+  end
+end
+
+if rolled_back then
+  -- Every item is rejected, with the earliest delay after which the whole batch would pass.
+  local retry_all = 0
+  for _, key in ipairs(need_keys) do
+    local need = needs[key]
+    local alg = ALG[need.lim.code]
+    local _, retry = alg.eval(alg.load(need.lim, now), need.lim, now, need.most)
+    if retry < 0 then
+      retry_all = -1
+      break
+    end
+    retry_all = max(retry_all, retry)
+  end
+  for i, it in ipairs(items) do
+    local row = out[i]
+    if row and row[1] ~= -1 then
+      row[1], row[2], row[4] = 0, retry_all, 0
+      local before = it.before
+      if before then
+        for n = 5, #row do row[n] = before[n] end
+      end
+    end
+  end
+else
+  for _, st in pairs(cache) do
+    if st.dirty then ALG[st.lim.code].save(st, st.lim, now) end
+  end
+end
+
+-- Usage per usage key (allowed, denied, shadow_denied, cost:<unit>), and the decisions to remember.
+local usage, usage_bases = {}, {}
+for i, it in ipairs(items) do
+  local row = out[i]
+  if dup[i] then
+    row = {}
+    for n, value in ipairs(out[dup[i]]) do row[n] = value end
+    row[3] = 1
+    out[i] = row
+  elseif row[1] ~= -1 and not it.dry then
+    local counters = usage[it.usage]
+    if not counters then
+      counters = {}
+      usage[it.usage] = counters
+      usage_bases[#usage_bases + 1] = it.usage
+    end
+    if row[1] == 0 then
+      counters.denied = (counters.denied or 0) + 1
+    else
+      counters.allowed = (counters.allowed or 0) + 1
+      local l = it.l
+      for j = 1, N[l] do
+        if row[3 * j + 2] == 1 and defs[N[l + 2 * j - 1]].shadow then
+          counters.shadow_denied = (counters.shadow_denied or 0) + 1
+          break
+        end
+      end
+      local u = it.u
+      for c = 0, it.units - 1 do
+        local field = 'cost:' .. ARGV[N[u + 2 * c]]
+        counters[field] = (counters[field] or 0) + N[u + 2 * c + 1]
+      end
+    end
+    if it.idem > 0 then
+      local fields = {}
+      for n = 1, #row do fields[n] = itos(row[n]) end
+      local stored = itos(now) .. '|' .. table.concat(fields, ',') .. '|' .. it.desc
+      call('SET', KEYS[it.idem], stored, 'PX', ttl(IDEMPOTENCY_TTL))
+    end
+  end
+end
+
+-- One SADD per 1000 usage keys; when it added any, every usage key of the call gets its TTL again
+-- (a key indexed before keeps at least the TTL it had: they all end two days after this minute).
+local minute = itos(floor(now / 60000))
+local index = index_base .. minute
+local usage_keys = {}
+for n, base in ipairs(usage_bases) do
+  local key = base .. minute
+  usage_keys[n] = key
+  for field, amount in pairs(usage[base]) do
+    call('HINCRBY', key, field, amount)
+  end
+end
+for first = 1, #usage_keys, 1000 do
+  local last = math.min(first + 999, #usage_keys)
+  if call('SADD', index, unpack(usage_keys, first, last)) > 0 then
+    for n = first, last do call('PEXPIRE', usage_keys[n], USAGE_TTL_MS) end
+    call('PEXPIRE', index, USAGE_TTL_MS)
+  end
+end
+return out

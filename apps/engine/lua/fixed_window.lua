@@ -1,0 +1,26 @@
+-- fixed_window.lua: KEYS[lim.key] = "<window start ms>:<used>", TTL to the window's end.
+-- ARGV per limit (see check.lua): q = quantity, per = period ms.
+ALG.fw = {}
+
+function ALG.fw.load(lim, now)
+  return window_load(lim.key, now - now % lim.per)
+end
+
+function ALG.fw.eval(st, lim, now, cost)
+  if cost > lim.q then return false, -1 end
+  if st.used + cost <= lim.q then return true, 0 end
+  return false, st.start + lim.per - now
+end
+
+function ALG.fw.apply(st, lim, now, cost)
+  st.used = st.used + cost
+  st.dirty = true
+end
+
+function ALG.fw.report(st, lim, now)
+  return max(0, lim.q - st.used), st.start + lim.per - now
+end
+
+function ALG.fw.save(st, lim, now)
+  call('SET', lim.key, format('%d:%d', st.start, st.used), 'PX', ttl(st.start + lim.per - now))
+end

@@ -1,0 +1,63 @@
+-- lib.lua: helpers shared by every fragment (assembled first; no KEYS/ARGV of its own).
+-- Redis Lua numbers are doubles: every integer stays below 2^53, divisions are corrected to exact
+-- integer floors (fdiv/cdiv in meter.lua), and numbers go back to Redis as strings formatted with %d,
+-- never as floats.
+local tonumber, floor, max, format, match, call = tonumber, math.floor, math.max, string.format, string.match, redis.call
+local SLACK_MS = 1000          -- keys outlive their state a little: expiry never decides anything
+local TTL_FLOOR_MS = 0         -- 10 minutes when a test clock is given: fake time must not race real expiry
+-- Algorithms are defined on first use (define(code) runs its fragment), so a call pays only for
+-- the fragments it needs. Fragments read their string state through fetch(): one MGET for all.
+local define
+local ALG = setmetatable({}, {__index = function(algorithms, code)
+  define(code)
+  return rawget(algorithms, code)
+end})
+local FETCHED = {}
+
+local function itos(n)
+  return format('%d', n)
+end
+
+local function ttl(ms)
+  return itos(max(max(ms, 1) + SLACK_MS, TTL_FLOOR_MS))
+end
+
+local function read_now(arg)
+  if arg ~= '' then
+    TTL_FLOOR_MS = 600000
+    return tonumber(arg)
+  end
+  local t = call('TIME')
+  return tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+end
+
+local function prefetch(keys)
+  for first = 1, #keys, 1000 do
+    local last = math.min(first + 999, #keys)
+    local values = call('MGET', unpack(keys, first, last))
+    for i = first, last do FETCHED[keys[i]] = values[i - first + 1] end
+  end
+end
+
+local function fetch(key)
+  local value = FETCHED[key]
+  if value == nil then
+    value = call('GET', key)
+    FETCHED[key] = value
+  end
+  return value
+end
+
+-- "<window start ms>:<used>", shared by fixed_window.lua and calendar.lua.
+local function window_load(key, start)
+  local st = {start = start, used = 0}
+  local raw = fetch(key)
+  if raw then
+    local stored, used = match(raw, '^(%d+):(%d+)$')
+    stored = tonumber(stored)
+    if stored >= start then
+      st.start, st.used = stored, tonumber(used)
+    end
+  end
+  return st
+end

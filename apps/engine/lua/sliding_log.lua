@@ -1,0 +1,88 @@
+-- sliding_log.lua: KEYS[lim.key] = sorted set of admitted checks, member "<seq>:<cost>", score = time ms;
+-- KEYS[lim.key2] = "<sum>:<seq>:<oldest>:<newest>", the running sum of the set (so a check reads one
+-- string, and the set only when entries slid out or a retry time is needed). Both expire together.
+ALG.sl = {}
+
+local function sl_cost(member)
+  return tonumber(match(member, ':(%d+)$'))
+end
+
+local function sl_rebuild(st, lim)
+  local all = call('ZRANGE', lim.key, 0, -1, 'WITHSCORES')
+  for i = 1, #all, 2 do
+    local at = tonumber(all[i + 1])
+    st.seq = max(st.seq, tonumber(match(all[i], '^(%d+):')))
+    if at > st.cut then
+      st.sum = st.sum + sl_cost(all[i])
+      st.newest = at
+    else
+      st.drop = true
+    end
+  end
+end
+
+function ALG.sl.load(lim, now)
+  local st = {sum = 0, seq = 0, oldest = nil, newest = nil, pending = {}, cut = now - lim.per, drop = false}
+  local raw = fetch(lim.key2)
+  if not raw then
+    sl_rebuild(st, lim)
+    return st
+  end
+  local sum, seq, oldest, newest = match(raw, '^(%d+):(%d+):(%d+):(%d+)$')
+  st.sum, st.seq, st.oldest, st.newest = tonumber(sum), tonumber(seq), tonumber(oldest), tonumber(newest)
+  if st.newest <= st.cut then
+    st.sum, st.newest, st.drop = 0, nil, true
+  elseif st.oldest <= st.cut then
+    for _, member in ipairs(call('ZRANGEBYSCORE', lim.key, '-inf', itos(st.cut))) do
+      st.sum = st.sum - sl_cost(member)
+    end
+    st.drop = true
+  end
+  return st
+end
+
+function ALG.sl.eval(st, lim, now, cost)
+  if cost > lim.q then return false, -1 end
+  local need = st.sum + cost - lim.q
+  if need <= 0 then return true, 0 end
+  local freed = 0
+  local live = call('ZRANGEBYSCORE', lim.key, '(' .. itos(st.cut), '+inf', 'WITHSCORES')
+  for i = 1, #live, 2 do
+    freed = freed + sl_cost(live[i])
+    if freed >= need then return false, tonumber(live[i + 1]) + lim.per - now end
+  end
+  for _, entry in ipairs(st.pending) do
+    freed = freed + entry[2]
+    if freed >= need then return false, entry[1] + lim.per - now end
+  end
+  return false, -1
+end
+
+function ALG.sl.apply(st, lim, now, cost)
+  st.seq = st.seq + 1
+  st.pending[#st.pending + 1] = {now, cost, format('%d:%d', st.seq, cost)}
+  st.sum = st.sum + cost
+  st.newest = now
+  st.dirty = true
+end
+
+function ALG.sl.report(st, lim, now)
+  local reset = 0
+  if st.newest then reset = st.newest + lim.per - now end
+  return max(0, lim.q - st.sum), reset
+end
+
+function ALG.sl.save(st, lim, now)
+  if st.drop then call('ZREMRANGEBYSCORE', lim.key, '-inf', itos(st.cut)) end
+  for _, entry in ipairs(st.pending) do
+    call('ZADD', lim.key, itos(entry[1]), entry[3])
+  end
+  local oldest = st.oldest
+  if st.drop or not oldest then
+    oldest = tonumber(call('ZRANGE', lim.key, 0, 0, 'WITHSCORES')[2])
+  end
+  local expiry = ttl(st.newest + lim.per - now)
+  local value = format('%d:%d:%d:%d', st.sum, st.seq, oldest, st.newest)
+  call('SET', lim.key2, value, 'PX', expiry)
+  call('PEXPIRE', lim.key, expiry)
+end

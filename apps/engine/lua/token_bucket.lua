@@ -1,0 +1,3 @@
+-- token_bucket.lua: q tokens per per ms refill a bucket of cap tokens; a check takes its cost.
+-- Same machine as the leaky bucket (see meter.lua): KEYS[lim.key] = "<level>:<last ms>:<empty at ms>".
+ALG.tb = METER

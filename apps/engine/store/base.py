@@ -1,0 +1,74 @@
+"""The Store protocol: what the platform calls to decide checks, whichever store is behind it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from apps.engine.keys import KeyLayout
+from apps.engine.types import BatchMode, CheckItem, Decision, LimitSpec
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """Usage of one customer x operation during one UTC minute (minute = epoch_ms // 60000)."""
+
+    customer: str
+    operation: str
+    minute: int
+    allowed: int = 0
+    denied: int = 0
+    shadow_denied: int = 0
+    costs: dict[str, int] = field(default_factory=dict)
+
+
+class Store(Protocol):
+    """Decides checks atomically and counts usage in the same step."""
+
+    def check(self, item: CheckItem, limits: Sequence[LimitSpec]) -> Decision:
+        """Decide one check against `limits` (all or nothing; one round trip in Redis)."""
+        ...
+
+    def check_batch(
+        self, pairs: Sequence[tuple[CheckItem, Sequence[LimitSpec]]], mode: BatchMode = "independent"
+    ) -> list[Decision]:
+        """Decide checks in order: each on its own ("independent") or all or none ("atomic")."""
+        ...
+
+    def lease_acquire(
+        self, item: CheckItem, limit: LimitSpec, ttl_s: int, others: Sequence[LimitSpec] = ()
+    ) -> tuple[Decision, str | None, int]:
+        """Take a slot of concurrency `limit` for ttl_s seconds (with `others` checked in the same step).
+
+        Returns (decision, lease_id or None, expires_at_ms or 0).
+        """
+        ...
+
+    def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:
+        """Extend a live lease to now + ttl_s; return its new expiry, or None if expired or unknown."""
+        ...
+
+    def lease_release(self, lease_id: str) -> None:
+        """Give a lease back (idempotent; unknown and malformed ids are ignored)."""
+        ...
+
+    def usage_minutes(self) -> list[int]:
+        """The minutes that have usage waiting to be collected, oldest first."""
+        ...
+
+    def usage_rows(self, minute: int) -> list[UsageRow]:
+        """The usage counted during `minute`."""
+        ...
+
+    def usage_discard(self, minute: int) -> None:
+        """Forget the usage of `minute` (after it has been stored elsewhere)."""
+        ...
+
+
+def usage_row(layout: KeyLayout, key: str, counters: dict[str, int]) -> UsageRow:
+    """The UsageRow of usage hash `key` holding `counters` (allowed, denied, shadow_denied, cost:<unit>)."""
+    customer, operation, minute = layout.parse_usage_key(key)
+    costs = {name[5:]: amount for name, amount in counters.items() if name.startswith("cost:")}
+    allowed, denied, shadow = (counters.get(name, 0) for name in ("allowed", "denied", "shadow_denied"))
+    return UsageRow(customer, operation, minute, allowed, denied, shadow, costs)

@@ -1,0 +1,209 @@
+"""The decision procedure over a batch of checks, on the reference models: what lua/check.lua does.
+
+1. Items are decided in order, at one `now`. An item whose request id is remembered (or repeats an
+   earlier item of the batch) is replayed and takes no part.
+2. Each limit evaluates the item's cost against the state as left by the earlier items. The item is
+   admitted when every enforced limit admits; retry_after is the latest retry among the enforced
+   limits that did not (None if one never can). Each state's admission is monotone in time, so
+   that maximum is exactly the earliest time all admit.
+3. An admitted, non-dry item consumes on every limit that admitted it (shadow limits that would
+   reject consume nothing; the leased limit always holds its lease).
+4. Atomic batches: if any item is rejected, nothing is consumed and every item is rejected with the
+   batch's retry_after: per key, the most the batch needs at once, evaluated on the stored state.
+5. Usage: allowed (+ costs, + shadow_denied when a shadow limit was over) or denied, per item,
+   except dry runs and replays. The first decision of each request id is remembered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from apps.engine.reference.base import Params
+from apps.engine.registry import ALGORITHMS
+from apps.engine.store.plan import ItemPlan, LimitPlan
+from apps.engine.types import CONCURRENCY, Decision, LimitResult
+
+Report = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A decision plus the lease it granted (lease_id None and lease_expires 0 when none)."""
+
+    decision: Decision
+    lease_id: str | None = None
+    lease_expires: int = 0
+
+
+@dataclass(slots=True)
+class Effects:
+    """What a decided batch writes: new states, remembered decisions, usage increments."""
+
+    states: dict[str, tuple[Any, Params, str]] = field(default_factory=dict)
+    remembered: dict[str, Outcome] = field(default_factory=dict)
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Verdict:
+    plan: ItemPlan
+    allowed: bool
+    retry: int | None
+    over: list[bool]
+    before: list[Report]
+    after: list[Report] | None
+
+
+def _consumes(plan: ItemPlan, index: int, limit: LimitPlan) -> bool:
+    if plan.item.dry_run:
+        return False
+    return limit.spec.algorithm != CONCURRENCY or (index == 0 and plan.lease is not None)
+
+
+class _Batch:
+    def __init__(self, now: int, read_state: Callable[[str], Any]) -> None:
+        self.now = now
+        self.read_state = read_state
+        self.working: dict[str, tuple[Any, Params, str]] = {}
+        self.needs: dict[str, list[Any]] = {}
+
+    def state(self, key: str) -> Any:
+        """The state of `key` as left by the earlier items of this batch."""
+        held = self.working.get(key)
+        return held[0] if held is not None else self.read_state(key)
+
+    def decide(self, plan: ItemPlan) -> _Verdict:
+        """Evaluate every limit of `plan`, then consume if admitted (steps 2 and 3 above)."""
+        now = self.now
+        states, params, oks, retries = [], [], [], []
+        for index, limit in enumerate(plan.limits):
+            state, limit_params = self.state(limit.keys[0]), limit.params(now)
+            ok, retry = (
+                (True, 0)
+                if limit.cost == 0
+                else ALGORITHMS[limit.spec.algorithm].model.evaluate(state, limit_params, now, limit.cost)
+            )
+            states.append(state)
+            params.append(limit_params)
+            oks.append(ok)
+            retries.append(retry)
+            self._need(plan, index, limit, limit_params)
+        enforced = [retries[i] for i, limit in enumerate(plan.limits) if not oks[i] and not limit.spec.shadow]
+        retry = 0 if not enforced else None if None in enforced else max(r for r in enforced if r is not None)
+        verdict = _Verdict(plan, not enforced, retry, [not ok for ok in oks], [], None)
+        verdict.before = [
+            self._report(p.spec.algorithm, s, q) for p, s, q in zip(plan.limits, states, params, strict=False)
+        ]
+        if verdict.allowed and not plan.item.dry_run:
+            verdict.after = [self._apply(plan, i, states[i], params[i], oks[i]) for i in range(len(plan.limits))]
+        return verdict
+
+    def _report(self, algorithm: str, state: Any, params: Params) -> Report:
+        return ALGORITHMS[algorithm].model.report(state, params, self.now)
+
+    def _apply(self, plan: ItemPlan, index: int, state: Any, params: Params, ok: bool) -> Report:
+        limit = plan.limits[index]
+        model = ALGORITHMS[limit.spec.algorithm].model
+        leased = index == 0 and plan.lease is not None
+        if limit.cost > 0 and (ok or leased):
+            state = model.consume(state, params, self.now, limit.cost, plan.lease if leased else None)
+            self.working[limit.keys[0]] = (state, params, limit.spec.algorithm)
+        return model.report(state, params, self.now)
+
+    def _need(self, plan: ItemPlan, index: int, limit: LimitPlan, params: Params) -> None:
+        if limit.spec.shadow or limit.cost == 0:
+            return
+        entry = self.needs.setdefault(limit.keys[0], [limit, params, 0, 0])
+        entry[3] = max(entry[3], entry[2] + limit.cost)
+        if _consumes(plan, index, limit):
+            entry[2] += limit.cost
+
+    def batch_retry(self) -> int | None:
+        """The earliest delay after which every item of the batch would be admitted together."""
+        latest = 0
+        for key, (limit, params, _, need) in self.needs.items():
+            ok, retry = ALGORITHMS[limit.spec.algorithm].model.evaluate(self.read_state(key), params, self.now, need)
+            if retry is None:
+                return None
+            latest = max(latest, retry)
+        return latest
+
+
+def _decision(verdict: _Verdict, allowed: bool, retry: int | None) -> Decision:
+    reports = verdict.after if allowed and verdict.after is not None else verdict.before
+    results = tuple(
+        LimitResult(s.name, s.algorithm, s.unit, s.quantity, remaining, reset, s.shadow, over)
+        for s, (remaining, reset), over in zip(
+            (limit.spec for limit in verdict.plan.limits), reports, verdict.over, strict=True
+        )
+    )
+    return Decision(allowed, retry, results)
+
+
+def _count_usage(effects: Effects, verdict: _Verdict, allowed: bool) -> None:
+    counters = effects.usage.setdefault(verdict.plan.usage_base, {})
+    if not allowed:
+        counters["denied"] = counters.get("denied", 0) + 1
+        return
+    counters["allowed"] = counters.get("allowed", 0) + 1
+    if any(over and limit.spec.shadow for over, limit in zip(verdict.over, verdict.plan.limits, strict=False)):
+        counters["shadow_denied"] = counters.get("shadow_denied", 0) + 1
+    for unit, cost in verdict.plan.costs:
+        counters["cost:" + unit] = counters.get("cost:" + unit, 0) + cost
+
+
+def decide(
+    plans: Sequence[ItemPlan],
+    atomic: bool,
+    now: int,
+    read_state: Callable[[str], Any],
+    read_remembered: Callable[[str], Outcome | None],
+) -> tuple[list[Outcome], Effects]:
+    """Decide `plans` at `now` against the stored states; return the outcomes and what to write."""
+    batch = _Batch(now, read_state)
+    slots: list[_Verdict | Outcome | int] = []
+    first_of: dict[str, int] = {}
+    for plan in plans:
+        key = None if plan.item.dry_run else plan.idem_key
+        remembered = read_remembered(key) if key is not None and key not in first_of else None
+        if key is not None and key in first_of:
+            slots.append(first_of[key])
+        elif remembered is not None:
+            slots.append(replace(remembered, decision=replace(remembered.decision, replayed=True)))
+        else:
+            if key is not None:
+                first_of[key] = len(slots)
+            slots.append(batch.decide(plan))
+    return _finish(batch, slots, atomic)
+
+
+def _finish(batch: _Batch, slots: list[_Verdict | Outcome | int], atomic: bool) -> tuple[list[Outcome], Effects]:
+    verdicts = [slot for slot in slots if isinstance(slot, _Verdict)]
+    rolled_back = atomic and any(not verdict.allowed for verdict in verdicts)
+    batch_retry = batch.batch_retry() if rolled_back else 0
+    effects = Effects(states={} if rolled_back else batch.working)
+    outcomes: list[Outcome] = []
+    for slot in slots:
+        if isinstance(slot, int):
+            first = outcomes[slot]
+            outcomes.append(replace(first, decision=replace(first.decision, replayed=True)))
+            continue
+        if isinstance(slot, Outcome):
+            outcomes.append(slot)
+            continue
+        allowed = slot.allowed and not rolled_back
+        retry = batch_retry if rolled_back else slot.retry
+        leased = allowed and slot.plan.lease is not None and not slot.plan.item.dry_run
+        outcome = Outcome(
+            _decision(slot, allowed, retry),
+            slot.plan.lease_id if leased else None,
+            batch.now + slot.plan.lease[1] if leased and slot.plan.lease else 0,
+        )
+        outcomes.append(outcome)
+        if not slot.plan.item.dry_run:
+            _count_usage(effects, slot, allowed)
+            if slot.plan.idem_key is not None:
+                effects.remembered[slot.plan.idem_key] = outcome
+    return outcomes, effects

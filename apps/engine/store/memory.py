@@ -1,0 +1,140 @@
+"""MemoryStore: the reference models behind one lock, for the embedded default (no Redis).
+
+It follows the Store protocol and the same decision procedure as the Redis script (decide.py),
+so the property tests use it as the oracle. State expires like Redis keys do: a state past its
+models' expires_at equals "never used" and is dropped; usage is kept for two days.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from apps.engine.clock import Clock, SystemClock
+from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS, KeyLayout
+from apps.engine.reference import concurrency
+from apps.engine.registry import ALGORITHMS
+from apps.engine.store.base import UsageRow, usage_row
+from apps.engine.store.decide import Effects, Outcome, decide
+from apps.engine.store.plan import ItemPlan, check_mode, lease_ttl_ms, plan_item
+from apps.engine.types import BatchMode, CheckItem, Decision, LimitSpec
+
+SWEEP_EVERY = 1000
+
+
+class MemoryStore:
+    """An in-process Store. clock: where time comes from (the system clock by default)."""
+
+    def __init__(self, key_prefix: str = "quota", clock: Clock | None = None) -> None:
+        self._layout = KeyLayout(key_prefix)
+        self._clock: Clock = clock or SystemClock()
+        self._lock = threading.Lock()
+        self._states: dict[str, tuple[Any, int]] = {}
+        self._remembered: dict[str, tuple[Outcome, int]] = {}
+        self._usage: dict[int, dict[str, dict[str, int]]] = {}
+        self._writes = 0
+
+    def check(self, item: CheckItem, limits: Sequence[LimitSpec]) -> Decision:
+        """Decide one check against `limits` (see Store.check)."""
+        return self._run([plan_item(self._layout, item, limits, self._clock.now_ms())], False)[0].decision
+
+    def check_batch(
+        self, pairs: Sequence[tuple[CheckItem, Sequence[LimitSpec]]], mode: BatchMode = "independent"
+    ) -> list[Decision]:
+        """Decide checks in order, each on its own or all or none (see Store.check_batch)."""
+        atomic = check_mode(mode)
+        hint = self._clock.now_ms()
+        plans = [plan_item(self._layout, item, limits, hint) for item, limits in pairs]
+        return [outcome.decision for outcome in self._run(plans, atomic)]
+
+    def lease_acquire(
+        self, item: CheckItem, limit: LimitSpec, ttl_s: int, others: Sequence[LimitSpec] = ()
+    ) -> tuple[Decision, str | None, int]:
+        """Take a slot of concurrency `limit` (see Store.lease_acquire)."""
+        plan = plan_item(self._layout, item, [limit, *others], self._clock.now_ms(), lease_ttl_ms(ttl_s))
+        outcome = self._run([plan], False)[0]
+        return outcome.decision, outcome.lease_id, outcome.lease_expires
+
+    def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:
+        """Extend a live lease (see Store.lease_renew)."""
+        ttl_ms = lease_ttl_ms(ttl_s)
+        target = self._layout.lease_target(lease_id)
+        if target is None:
+            return None
+        key, member = target
+        with self._lock:
+            now = self._clock.now_ms()
+            state, expires = concurrency.renew(self._read(key, now), now, member, ttl_ms)
+            self._store(key, state, concurrency.expires_at(state, None, now), now)  # type: ignore[arg-type]
+        return expires
+
+    def lease_release(self, lease_id: str) -> None:
+        """Give a lease back (see Store.lease_release)."""
+        target = self._layout.lease_target(lease_id)
+        if target is None:
+            return
+        key, member = target
+        with self._lock:
+            now = self._clock.now_ms()
+            state = concurrency.release(self._read(key, now), now, member)
+            self._store(key, state, concurrency.expires_at(state, None, now), now)  # type: ignore[arg-type]
+
+    def usage_minutes(self) -> list[int]:
+        """Minutes with usage waiting (see Store.usage_minutes)."""
+        with self._lock:
+            return sorted(self._usage)
+
+    def usage_rows(self, minute: int) -> list[UsageRow]:
+        """The usage counted during `minute` (see Store.usage_rows)."""
+        with self._lock:
+            counted = {base: dict(counters) for base, counters in self._usage.get(minute, {}).items()}
+        return [usage_row(self._layout, base + str(minute), counters) for base, counters in sorted(counted.items())]
+
+    def usage_discard(self, minute: int) -> None:
+        """Forget the usage of `minute` (see Store.usage_discard)."""
+        with self._lock:
+            self._usage.pop(minute, None)
+
+    def _run(self, plans: list[ItemPlan], atomic: bool) -> list[Outcome]:
+        with self._lock:
+            now = self._clock.now_ms()
+            outcomes, effects = decide(
+                plans, atomic, now, lambda key: self._read(key, now), lambda key: self._recall(key, now)
+            )
+            self._commit(effects, now)
+        return outcomes
+
+    def _read(self, key: str, now: int) -> Any:
+        held = self._states.get(key)
+        return held[0] if held is not None and held[1] > now else None
+
+    def _recall(self, key: str, now: int) -> Outcome | None:
+        held = self._remembered.get(key)
+        return held[0] if held is not None and held[1] > now else None
+
+    def _store(self, key: str, state: Any, expires_at: int, now: int) -> None:
+        if expires_at > now:
+            self._states[key] = (state, expires_at)
+        else:
+            self._states.pop(key, None)
+
+    def _commit(self, effects: Effects, now: int) -> None:
+        for key, (state, params, algorithm) in effects.states.items():
+            self._store(key, state, ALGORITHMS[algorithm].model.expires_at(state, params, now), now)
+        for key, outcome in effects.remembered.items():
+            self._remembered[key] = (outcome, now + IDEMPOTENCY_TTL_MS)
+        minute = self._usage.setdefault(now // MINUTE_MS, {}) if effects.usage else {}
+        for base, increments in effects.usage.items():
+            counters = minute.setdefault(base, {})
+            for name, amount in increments.items():
+                counters[name] = counters.get(name, 0) + amount
+        self._writes += 1
+        if self._writes % SWEEP_EVERY == 0:
+            self._sweep(now)
+
+    def _sweep(self, now: int) -> None:
+        self._states = {key: held for key, held in self._states.items() if held[1] > now}
+        self._remembered = {key: held for key, held in self._remembered.items() if held[1] > now}
+        oldest = (now - USAGE_TTL_MS) // MINUTE_MS
+        self._usage = {minute: rows for minute, rows in self._usage.items() if minute >= oldest}

@@ -1,0 +1,94 @@
+"""A check compiled for a store: keys, per-limit costs and calendar bounds, validated up front."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from apps.engine.keys import KeyLayout
+from apps.engine.reference import calendar
+from apps.engine.reference.base import Params
+from apps.engine.types import BATCH_MODES, CALENDAR, CONCURRENCY, REQUESTS, CheckItem, InvalidCheck, LimitSpec
+
+
+@dataclass(slots=True)
+class LimitPlan:
+    """One limit of one check: where its state lives and what the check costs it."""
+
+    spec: LimitSpec
+    keys: tuple[str, ...]
+    cost: int
+    bounds: tuple[int, ...] = ()
+
+    def params(self, now: int) -> Params:
+        """The model parameters at `now` (calendar: the window among `bounds` containing now)."""
+        spec = self.spec
+        window = calendar.pick_window(self.bounds, now) if self.bounds else (0, 0)
+        return Params(spec.quantity, spec.period_ms, spec.capacity, window)
+
+
+@dataclass(slots=True)
+class ItemPlan:
+    """One check: its limits (the leased one first), idempotency and usage keys, optional lease."""
+
+    item: CheckItem
+    limits: tuple[LimitPlan, ...]
+    idem_key: str | None
+    usage_base: str
+    costs: tuple[tuple[str, int], ...]
+    lease: tuple[str, int] | None = None
+    lease_id: str | None = None
+
+
+_ONE_REQUEST = ((REQUESTS, 1),)
+
+
+def usage_costs(item: CheckItem) -> tuple[tuple[str, int], ...]:
+    """The non-zero costs of `item` per unit, requests included (1 unless given)."""
+    if not item.costs:
+        return _ONE_REQUEST
+    costs = dict(item.costs)
+    costs.setdefault(REQUESTS, 1)
+    return tuple((unit, cost) for unit, cost in sorted(costs.items()) if cost > 0)
+
+
+def _limit_plan(layout: KeyLayout, item: CheckItem, spec: LimitSpec, now_hint: int) -> LimitPlan:
+    keys = layout.counter_keys(spec, item)
+    if spec.algorithm == CONCURRENCY:
+        return LimitPlan(spec, keys, 1)
+    cost = item.costs.get(spec.unit, 1 if spec.unit == REQUESTS else 0) if item.costs else int(spec.unit == REQUESTS)
+    if spec.algorithm == CALENDAR:
+        return LimitPlan(spec, keys, cost, calendar.window_bounds(now_hint, item.timezone, spec.calendar_period or ""))
+    return LimitPlan(spec, keys, cost)
+
+
+def plan_item(
+    layout: KeyLayout, item: CheckItem, limits: Sequence[LimitSpec], now_hint: int, lease_ms: int | None = None
+) -> ItemPlan:
+    """Compile `item` against `limits`; with lease_ms, limits[0] (a concurrency limit) is leased."""
+    if len(limits) > 1 and len({spec.name for spec in limits}) != len(limits):
+        raise InvalidCheck("limit names must be unique within a check")
+    plans = tuple([_limit_plan(layout, item, spec, now_hint) for spec in limits])
+    plan = ItemPlan(item, plans, layout.idempotency_key(item), layout.usage_base(item), usage_costs(item))
+    if lease_ms is not None:
+        if not limits or limits[0].algorithm != CONCURRENCY:
+            raise InvalidCheck("a lease is taken on a concurrency limit")
+        if not 1 <= lease_ms <= 10**12:
+            raise InvalidCheck("a lease needs a positive ttl")
+        plan.lease_id, member = layout.new_lease(plans[0].keys[0], item.customer)
+        plan.lease = (member, lease_ms)
+    return plan
+
+
+def check_mode(mode: str) -> bool:
+    """Validate a batch mode; True when atomic."""
+    if mode not in BATCH_MODES:
+        raise InvalidCheck(f"unknown batch mode {mode!r}")
+    return mode == "atomic"
+
+
+def lease_ttl_ms(ttl_s: int) -> int:
+    """A lease ttl in milliseconds; refuses anything but a positive whole number of seconds."""
+    if type(ttl_s) is not int or not 1 <= ttl_s <= 10**9:
+        raise InvalidCheck("ttl_s must be a positive integer number of seconds")
+    return ttl_s * 1000

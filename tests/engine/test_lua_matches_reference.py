@@ -1,0 +1,291 @@
+"""Property tests: for random sequences of time steps, costs, batches and limit changes, the Redis
+script decides exactly what the reference models decide (MemoryStore), for every algorithm.
+
+Exact equality holds for every algorithm, including the sliding window counter: its weight is
+computed with the same IEEE double operations in Python and Lua. Every run's admissions are also
+checked against the algorithm's invariant (tests/engine/invariants.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+
+from apps.engine import CheckItem, Decision, LimitSpec, ManualClock, MemoryStore
+from apps.engine.store.redis import RedisStore
+from tests.engine import invariants
+from tests.engine.invariants import Admitted
+
+HOUR = 3_600_000
+STARTS = [
+    1_705_276_800_000,  # 2024-01-15T00:00Z
+    1_711_827_000_000,  # 2024-03-30T19:30Z, hours before Europe/Berlin springs forward
+    1_729_969_200_000,  # 2024-10-26T19:00Z, hours before Europe/Berlin falls back
+    1_706_733_000_000,  # 2024-01-31T20:30Z, month end in America/New_York
+]
+ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"]
+SETTINGS = settings(
+    max_examples=150,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def limit_strategy(algorithm: str) -> st.SearchStrategy[LimitSpec]:
+    """Small limits, so random traffic hits every edge (full, empty, rolled over, never)."""
+    common: dict[str, Any] = {"name": st.just("lim"), "algorithm": st.just(algorithm), "key_by": st.just(("customer",))}
+    if algorithm == "calendar":
+        return st.builds(
+            LimitSpec, quantity=st.integers(0, 8), calendar_period=st.sampled_from(["day", "week", "month"]), **common
+        )
+    if algorithm == "concurrency":
+        return st.builds(LimitSpec, quantity=st.integers(0, 4), **common)
+    if algorithm in ("token_bucket", "leaky_bucket"):
+        burst = st.none() | st.integers(1, 8)
+        return st.builds(LimitSpec, quantity=st.integers(1, 5), period_s=st.integers(1, 3), burst=burst, **common)
+    return st.builds(LimitSpec, quantity=st.integers(0, 8), period_s=st.integers(1, 5), **common)
+
+
+def step_strategy(spec: LimitSpec) -> st.SearchStrategy[int]:
+    if spec.algorithm == "calendar":
+        return st.sampled_from([0, 1, 60_000, HOUR, 5 * HOUR, 23 * HOUR, 24 * HOUR, 7 * 24 * HOUR])
+    period = spec.period_ms or 10_000
+    return st.integers(0, 300) | st.integers(0, period + period // 2) | st.sampled_from([period, 2 * period, 1])
+
+
+class EngineComparison(RuleBasedStateMachine):
+    """Drives a RedisStore and a MemoryStore with the same clock steps and checks; compares every answer."""
+
+    client: redis.Redis
+    prefix: str
+    algorithm: str
+    counter = itertools.count()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.redis_clock = self.memory_clock = ManualClock(0)
+        self.admitted: dict[str, list[Admitted]] = defaultdict(list)
+        self.leases: list[tuple[str | None, str | None]] = []
+        self.spans: list[tuple[str, list[int]]] = []
+        self.quantities: list[int] = []
+        self.capacities: list[int] = []
+
+    @initialize(data=st.data(), start=st.sampled_from(STARTS), zone=st.sampled_from(ZONES))
+    def set_up(self, data: st.DataObject, start: int, zone: str) -> None:
+        self.spec = data.draw(limit_strategy(self.algorithm))
+        self.zone = zone
+        self.redis_clock, self.memory_clock = ManualClock(start), ManualClock(start)
+        prefix = f"{self.prefix}:{next(self.counter)}"
+        self.redis = RedisStore(self.client, prefix, clock=self.redis_clock)
+        self.memory = MemoryStore(prefix, clock=self.memory_clock)
+        self._note_limit()
+
+    def _note_limit(self) -> None:
+        self.quantities.append(self.spec.quantity)
+        self.capacities.append(self.spec.capacity)
+
+    def item(self, customer: str, cost: int, dry_run: bool = False, request_id: str | None = None) -> CheckItem:
+        return CheckItem(
+            customer, "Op", costs={"requests": cost}, dry_run=dry_run, request_id=request_id, timezone=self.zone
+        )
+
+    def record(self, item: CheckItem, decision: Decision) -> None:
+        if decision.allowed and not decision.replayed and not item.dry_run and self.algorithm != "concurrency":
+            self.admitted[item.customer].append(Admitted(self.memory_clock.now_ms(), item.cost_of("requests")))
+
+    @rule(data=st.data())
+    def advance(self, data: st.DataObject) -> None:
+        step = data.draw(step_strategy(self.spec))
+        self.redis_clock.advance(step)
+        self.memory_clock.advance(step)
+
+    @rule(
+        customer=st.sampled_from(["a", "b"]),
+        cost=st.integers(0, 10),
+        dry_run=st.booleans(),
+        request_id=st.none() | st.sampled_from(["r1", "r2"]),
+    )
+    def check(self, customer: str, cost: int, dry_run: bool, request_id: str | None) -> None:
+        item = self.item(customer, cost, dry_run, request_id)
+        expected = self.memory.check(item, [self.spec])
+        assert self.redis.check(item, [self.spec]) == expected
+        self.record(item, expected)
+
+    @rule(
+        items=st.lists(
+            st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 6), st.booleans()), min_size=1, max_size=6
+        ),
+        mode=st.sampled_from(["independent", "atomic"]),
+    )
+    def batch(self, items: list[tuple[str, int, bool]], mode: str) -> None:
+        checks = [self.item(customer, cost, dry_run=dry_run and cost % 2 == 0) for customer, cost, dry_run in items]
+        pairs = [(item, [self.spec]) for item in checks]
+        expected = self.memory.check_batch(pairs, mode)  # type: ignore[arg-type]
+        assert self.redis.check_batch(pairs, mode) == expected  # type: ignore[arg-type]
+        for item, decision in zip(checks, expected, strict=True):
+            self.record(item, decision)
+
+    @rule(quantity=st.integers(0, 8), burst=st.none() | st.integers(1, 8))
+    def change_limit(self, quantity: int, burst: int | None) -> None:
+        if self.algorithm in ("token_bucket", "leaky_bucket"):
+            self.spec = replace(self.spec, quantity=max(1, quantity), burst=burst)
+        else:
+            self.spec = replace(self.spec, quantity=quantity)
+        self._note_limit()
+
+    @rule(customer=st.sampled_from(["a", "b"]), ttl_s=st.integers(1, 20))
+    def acquire(self, customer: str, ttl_s: int) -> None:
+        if self.algorithm != "concurrency":
+            return
+        item = self.item(customer, 1)
+        expected = self.memory.lease_acquire(item, self.spec, ttl_s)
+        got = self.redis.lease_acquire(item, self.spec, ttl_s)
+        assert (got[0], got[1] is None, got[2]) == (expected[0], expected[1] is None, expected[2])
+        if expected[1] is not None:
+            self.leases.append((got[1], expected[1]))
+            self.spans.append((customer, [self.memory_clock.now_ms(), expected[2]]))
+
+    @rule(data=st.data(), ttl_s=st.integers(1, 20), release=st.booleans())
+    def renew_or_release(self, data: st.DataObject, ttl_s: int, release: bool) -> None:
+        if not self.leases:
+            return
+        index = data.draw(st.integers(0, len(self.leases) - 1))
+        redis_id, memory_id = self.leases[index]
+        assert redis_id is not None
+        assert memory_id is not None
+        now = self.memory_clock.now_ms()
+        if release:
+            self.redis.lease_release(redis_id)
+            self.memory.lease_release(memory_id)
+            self.spans[index][1][1] = min(self.spans[index][1][1], now)
+            return
+        expected = self.memory.lease_renew(memory_id, ttl_s)
+        assert self.redis.lease_renew(redis_id, ttl_s) == expected
+        if expected is not None:
+            self.spans[index][1][1] = expected
+
+    @invariant()
+    def admissions_respect_the_algorithm(self) -> None:
+        if not self.quantities:
+            return
+        quantity, capacity = max(self.quantities), max(self.capacities)
+        for events in self.admitted.values():
+            check_log(self.spec, events, quantity, capacity, self.zone)
+        for customer in ("a", "b"):
+            spans = [(start, end) for owner, (start, end) in self.spans if owner == customer]
+            invariants.assert_concurrency(spans, quantity)
+
+
+def check_log(spec: LimitSpec, events: list[Admitted], quantity: int, capacity: int, zone: str) -> None:
+    """The invariant of spec's algorithm, with the largest quantity/capacity the run ever used."""
+    if spec.algorithm == "fixed_window":
+        invariants.assert_fixed_windows(events, spec.period_ms, quantity)
+    elif spec.algorithm in ("sliding_window", "sliding_log"):
+        # Both bound every fixed window; the log also bounds every sliding interval.
+        invariants.assert_fixed_windows(events, spec.period_ms, quantity)
+        if spec.algorithm == "sliding_log":
+            invariants.assert_sliding(events, spec.period_ms, quantity)
+    elif spec.algorithm == "calendar":
+        invariants.assert_calendar_windows(events, zone, spec.calendar_period or "day", quantity)
+    elif spec.algorithm in ("token_bucket", "leaky_bucket"):
+        invariants.assert_bucket(events, quantity, spec.period_ms, capacity)
+
+
+ALGORITHMS = [
+    "fixed_window",
+    "calendar",
+    "sliding_window",
+    "sliding_log",
+    "token_bucket",
+    "leaky_bucket",
+    "concurrency",
+]
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_redis_decides_like_the_reference_model(algorithm: str, redis_client: redis.Redis, key_prefix: str) -> None:
+    machine = type(
+        f"Compare_{algorithm}",
+        (EngineComparison,),
+        {"client": redis_client, "prefix": key_prefix, "algorithm": algorithm},
+    )
+    run_state_machine_as_test(machine, settings=SETTINGS)
+
+
+class MixedComparison(RuleBasedStateMachine):
+    """Checks of three limits of random algorithms, units and shadow modes at once; all-or-nothing included."""
+
+    client: redis.Redis
+    prefix: str
+    counter = itertools.count()
+
+    @initialize(data=st.data(), start=st.sampled_from(STARTS), zone=st.sampled_from(ZONES))
+    def set_up(self, data: st.DataObject, start: int, zone: str) -> None:
+        algorithms = data.draw(st.lists(st.sampled_from(ALGORITHMS), min_size=1, max_size=3))
+        self.specs = [
+            replace(
+                data.draw(limit_strategy(algorithm)),
+                name=f"l{number}",
+                unit=data.draw(st.sampled_from(["requests", "records"])),
+                shadow=data.draw(st.sampled_from([False, False, True])),
+            )
+            for number, algorithm in enumerate(algorithms)
+        ]
+        self.zone = zone
+        self.redis_clock, self.memory_clock = ManualClock(start), ManualClock(start)
+        prefix = f"{self.prefix}:mixed:{next(self.counter)}"
+        self.redis = RedisStore(self.client, prefix, clock=self.redis_clock)
+        self.memory = MemoryStore(prefix, clock=self.memory_clock)
+
+    @rule(step=st.integers(0, 2_000) | st.sampled_from([60_000, HOUR, 24 * HOUR]))
+    def advance(self, step: int) -> None:
+        self.redis_clock.advance(step)
+        self.memory_clock.advance(step)
+
+    def item(self, customer: str, requests: int, records: int, **extra: Any) -> CheckItem:
+        costs = {"requests": requests, "records": records}
+        return CheckItem(customer, "PutRecords", costs=costs, timezone=self.zone, **extra)
+
+    @rule(
+        customer=st.sampled_from(["a", "b"]),
+        requests=st.integers(0, 3),
+        records=st.integers(0, 9),
+        request_id=st.none() | st.sampled_from(["r1", "r2"]),
+    )
+    def check(self, customer: str, requests: int, records: int, request_id: str | None) -> None:
+        item = self.item(customer, requests, records, request_id=request_id)
+        assert self.redis.check(item, self.specs) == self.memory.check(item, self.specs)
+
+    @rule(
+        items=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.integers(0, 6)), max_size=5),
+        mode=st.sampled_from(["independent", "atomic"]),
+    )
+    def batch(self, items: list[tuple[str, int, int]], mode: str) -> None:
+        pairs = [(self.item(*entry), self.specs) for entry in items]
+        assert self.redis.check_batch(pairs, mode) == self.memory.check_batch(pairs, mode)  # type: ignore[arg-type]
+
+    @rule(data=st.data(), quantity=st.integers(1, 8))
+    def change_limit(self, data: st.DataObject, quantity: int) -> None:
+        index = data.draw(st.integers(0, len(self.specs) - 1))
+        self.specs[index] = replace(self.specs[index], quantity=quantity)
+
+    def teardown(self) -> None:
+        if hasattr(self, "redis"):  # usage is counted alike, minute by minute
+            minutes = self.memory.usage_minutes()
+            assert self.redis.usage_minutes() == minutes
+            for minute in minutes:
+                assert self.redis.usage_rows(minute) == self.memory.usage_rows(minute)
+
+
+def test_redis_decides_multi_limit_checks_like_the_reference(redis_client: redis.Redis, key_prefix: str) -> None:
+    machine = type("CompareMixed", (MixedComparison,), {"client": redis_client, "prefix": key_prefix})
+    run_state_machine_as_test(machine, settings=SETTINGS)
