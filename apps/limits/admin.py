@@ -1,0 +1,202 @@
+"""Admin for operations, limits, overrides and access rules: the configuration operators edit most.
+
+Saving goes through the model forms, so every Model.clean() rule runs and its errors land on the
+field they name. The admin site's titles are set here too.
+"""
+
+from django import forms
+from django.contrib import admin
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.text import Truncator
+
+from apps.limits.models import AccessRule, Limit, Operation, Override
+from apps.limits.summaries import limit_summary
+
+admin.site.site_header = "Quota Platform"
+admin.site.site_title = "Quota Platform admin"
+admin.site.index_title = "Configuration and usage"
+
+REASON_PREVIEW_CHARS = 80
+UNSAVED_SUMMARY = "Shown once the limit is saved."
+
+
+def _reason_preview(reason: str) -> str:
+    return Truncator(reason).chars(REASON_PREVIEW_CHARS)
+
+
+@admin.register(Operation)
+class OperationAdmin(admin.ModelAdmin):
+    # Counting annotations drop Meta.ordering (GROUP BY), so the order is given here.
+    ordering = ("name",)
+    list_display = ("name", "description", "limit_count", "updated_at")
+    search_fields = ("name", "description")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Operation]:
+        return super().get_queryset(request).annotate(limit_total=Count("limits"))
+
+    @admin.display(description="limits", ordering="limit_total")
+    def limit_count(self, operation: Operation) -> int:
+        return operation.limit_total  # type: ignore[attr-defined]
+
+
+class LimitAdminForm(forms.ModelForm):
+    class Meta:
+        help_texts = {
+            "name": "A unique name; import_limits and export_limits find the limit by it.",
+            "operation": "The operation this limit counts.",
+            "plan": "Empty: every customer. Otherwise only customers on this plan.",
+            "algorithm": "Calendar counts per day, week or month in the customer's time zone; the others count "
+            "over period seconds. Token and leaky buckets admit bursts up to their burst; concurrency counts "
+            "leases held at once.",
+            "key_by": 'A JSON list, e.g. ["customer", "resource"] or ["ip"] or ["customer", "attr:stream"]. '
+            "[] = one global counter.",
+            "match": 'A JSON object of attribute name → value, e.g. {"ScalingType": "UniformScaling"}. '
+            "{} = every check.",
+            "mode": "Shadow counts and reports would-be rejections but never rejects; disabled skips the limit.",
+            "on_store_failure": "What to do when Redis cannot be reached.",
+        }
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2}),
+            "key_by": forms.Textarea(attrs={"rows": 1}),
+            "match": forms.Textarea(attrs={"rows": 2}),
+        }
+
+
+@admin.register(Limit)
+class LimitAdmin(admin.ModelAdmin):
+    form = LimitAdminForm
+    list_display = ("name", "operation", "summary", "plan", "mode", "updated_at")
+    list_filter = (
+        "mode",
+        "algorithm",
+        "on_store_failure",
+        ("plan", admin.RelatedOnlyFieldListFilter),
+        ("operation", admin.RelatedOnlyFieldListFilter),
+    )
+    list_select_related = ("operation", "plan")
+    search_fields = ("name", "description", "operation__name", "unit")
+    autocomplete_fields = ("operation", "plan")
+    readonly_fields = ("summary", "created_at", "updated_at")
+    fieldsets = (
+        ("What", {"fields": ("name", "operation", "plan", "description", "summary")}),
+        (
+            "How much",
+            {
+                "fields": ("algorithm", "quantity", "unit", "period_seconds", "calendar_period", "burst"),
+                "description": "A calendar limit takes a calendar period and no seconds; every other algorithm "
+                "takes period seconds (for concurrency: the longest a lease lives). Burst is only for token and "
+                "leaky buckets.",
+            },
+        ),
+        ("Keying and matching", {"fields": ("key_by", "match")}),
+        ("Behaviour", {"fields": ("mode", "on_store_failure")}),
+        ("History", {"fields": ("created_at", "updated_at"), "classes": ("collapse",)}),
+    )
+
+    @admin.display(description="summary")
+    def summary(self, limit: Limit) -> str:
+        return limit_summary(limit) if limit.pk else UNSAVED_SUMMARY
+
+
+class InForceFilter(admin.SimpleListFilter):
+    title = "in force"
+    parameter_name = "in_force"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("yes", "in force now"), ("no", "not in force now")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Override]) -> QuerySet[Override]:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(is_in_force=self.value() == "yes")
+        return queryset
+
+
+def in_force_now() -> ExpressionWrapper:
+    """True for an override whose start (if any) has come and whose end (if any) has not."""
+    now = timezone.now()
+    return ExpressionWrapper(
+        (Q(starts__isnull=True) | Q(starts__lte=now)) & (Q(ends__isnull=True) | Q(ends__gt=now)),
+        output_field=BooleanField(),
+    )
+
+
+@admin.register(Override)
+class OverrideAdmin(admin.ModelAdmin):
+    list_display = ("customer", "limit", "resource", "amount", "starts", "ends", "in_force", "reason_preview")
+    list_filter = (InForceFilter, "unlimited", ("limit", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("customer", "limit")
+    search_fields = ("customer__external_id", "customer__name", "limit__name", "resource", "reason")
+    autocomplete_fields = ("customer", "limit")
+    date_hierarchy = "created_at"
+    fieldsets = (
+        ("Who and what", {"fields": ("customer", "limit", "resource", "match")}),
+        ("How much", {"fields": ("quantity", "burst", "unlimited")}),
+        ("When and why", {"fields": ("starts", "ends", "reason")}),
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Override]:
+        return super().get_queryset(request).annotate(is_in_force=in_force_now())
+
+    @admin.display(description="amount")
+    def amount(self, override: Override) -> str:
+        if override.unlimited:
+            return "unlimited"
+        parts = [] if override.quantity is None else [f"{override.quantity}"]
+        if override.burst is not None:
+            parts.append(f"burst {override.burst}")
+        return ", ".join(parts)
+
+    @admin.display(description="active now", boolean=True, ordering="is_in_force")
+    def in_force(self, override: Override) -> bool:
+        return override.is_in_force  # type: ignore[attr-defined]
+
+    @admin.display(description="reason")
+    def reason_preview(self, override: Override) -> str:
+        return _reason_preview(override.reason)
+
+
+class ExpiryFilter(admin.SimpleListFilter):
+    title = "expiry"
+    parameter_name = "expiry"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("current", "not expired"), ("expired", "expired")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AccessRule]) -> QuerySet[AccessRule]:
+        now = timezone.now()
+        if self.value() == "current":
+            return queryset.filter(Q(expires__isnull=True) | Q(expires__gt=now))
+        if self.value() == "expired":
+            return queryset.filter(expires__lte=now)
+        return queryset
+
+
+@admin.register(AccessRule)
+class AccessRuleAdmin(admin.ModelAdmin):
+    list_display = ("action", "matcher", "operation", "expires", "reason_preview", "created_at")
+    list_filter = ("action", ExpiryFilter, ("operation", admin.RelatedOnlyFieldListFilter))
+    list_select_related = ("customer", "operation")
+    search_fields = ("customer__external_id", "ip", "api_key__prefix", "reason")
+    autocomplete_fields = ("customer", "api_key", "operation")
+    date_hierarchy = "created_at"
+    fieldsets = (
+        (None, {"fields": ("action",)}),
+        (
+            "Matches",
+            {
+                "fields": ("customer", "ip", "api_key"),
+                "description": "Every matcher that is set must match; set at least one.",
+            },
+        ),
+        ("Scope and expiry", {"fields": ("operation", "expires", "reason")}),
+    )
+
+    @admin.display(description="matches")
+    def matcher(self, rule: AccessRule) -> str:
+        return rule.matcher_summary
+
+    @admin.display(description="reason")
+    def reason_preview(self, rule: AccessRule) -> str:
+        return _reason_preview(rule.reason)

@@ -1,0 +1,26 @@
+"""Configuration as code: the YAML import and export of operations, plans, customers, limits,
+overrides, access rules and services (the shape is in DESIGN.md, "Configuration as code").
+
+    document = config_yaml_load(text)
+    report = config_import(document=document, prune=False, dry_run=True)
+    text = config_yaml_dump(config_export())
+"""
+
+from apps.limits.config_io.apply import config_import
+from apps.limits.config_io.demo import DEMO_SERVICE, DemoLoaded, demo_load
+from apps.limits.config_io.export import config_export
+from apps.limits.config_io.report import ConfigInvalid, ImportReport, SectionReport
+from apps.limits.config_io.yaml_io import config_yaml_dump, config_yaml_load
+
+__all__ = [
+    "DEMO_SERVICE",
+    "ConfigInvalid",
+    "DemoLoaded",
+    "ImportReport",
+    "SectionReport",
+    "config_export",
+    "config_import",
+    "config_yaml_dump",
+    "config_yaml_load",
+    "demo_load",
+]

@@ -1,0 +1,127 @@
+"""Importing a configuration document: all of it or nothing, in one transaction."""
+
+from typing import Any
+
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import models, transaction
+from django.db.models import ProtectedError
+
+from apps.limits.config_io.parse import ParsedEntry, config_parse
+from apps.limits.config_io.report import ConfigInvalid, ImportReport, SectionReport
+from apps.limits.config_io.sections import REFERENCE_TARGETS, SECTION_BY_NAME, Identity, Lookup, Section, Unresolved
+from apps.limits.services import config_object_delete, config_object_save
+
+NAMES_SHOWN = 5
+
+
+def config_import(*, document: Any, prune: bool = False, dry_run: bool = False) -> ImportReport:
+    """Create or update, by identity, every object the document names, section by section.
+
+    With `prune`, also delete the objects of each section the document has that it does not name
+    (a section the document lacks is left alone). Raises ConfigInvalid, with nothing written, if any
+    entry is invalid. With `dry_run`, everything is done and checked, then rolled back.
+    """
+    with transaction.atomic():
+        parsed = config_parse(document, prune=prune)
+        report = ImportReport(dry_run=dry_run, sections={name: SectionReport() for name in parsed})
+        errors: list[str] = []
+        lookup = Lookup()
+        for name, entries in parsed.items():
+            _upsert_section(SECTION_BY_NAME[name], entries, lookup, report.sections[name], errors)
+        if prune and not errors:
+            for name in reversed(parsed):
+                _prune_section(SECTION_BY_NAME[name], parsed[name], report.sections[name], errors)
+        if errors:
+            raise ConfigInvalid(errors)  # leaving the atomic block by an exception rolls everything back
+        if dry_run:
+            transaction.set_rollback(True)
+    return report
+
+
+def _existing_by_identity(section: Section) -> dict[Identity, Any]:
+    existing: dict[Identity, Any] = {}
+    for obj in section.queryset():
+        existing.setdefault(section.identity(section.export_entry(obj)), obj)
+    return existing
+
+
+def _upsert_section(
+    section: Section, entries: list[ParsedEntry], lookup: Lookup, report: SectionReport, errors: list[str]
+) -> None:
+    existing = _existing_by_identity(section)
+    for entry in entries:
+        try:
+            _upsert_entry(section, entry, existing.get(entry.identity), lookup, report)
+        except ValidationError as error:
+            errors.extend(_model_errors(section, entry.label, error))
+        except Unresolved as unresolved:
+            _, _, noun = REFERENCE_TARGETS[unresolved.target]
+            errors.append(f"{entry.label}: refers to the {noun} “{unresolved.value}”, which was refused")
+
+
+def _upsert_entry(section: Section, entry: ParsedEntry, obj: Any, lookup: Lookup, report: SectionReport) -> None:
+    label = section.describe(entry.values)
+    if obj is None:
+        values = section.model_values(entry.values, lookup)
+        config_object_save(instance=section.model(), values=values, many=section.many_values(entry.values, lookup))
+        report.created.append(label)
+        return
+    current = section.export_entry(obj)
+    changes = {key: (current[key], value) for key, value in entry.values.items() if current[key] != value}
+    if changes:
+        values = section.model_values(entry.values, lookup)
+        config_object_save(instance=obj, values=values, many=section.many_values(entry.values, lookup))
+        report.updated.append((label, changes))
+
+
+def _model_errors(section: Section, label: str, error: ValidationError) -> list[str]:
+    lines = []
+    for field, messages in error.message_dict.items():
+        prefix = label if field == NON_FIELD_ERRORS else f"{label}: {section.key_of_field.get(field, field)}"
+        lines.extend(f"{prefix}: {message}" for message in messages)
+    return lines
+
+
+def _prune_section(section: Section, entries: list[ParsedEntry], report: SectionReport, errors: list[str]) -> None:
+    named = {entry.identity for entry in entries}
+    kept: set[Identity] = set()
+    for obj in section.queryset():
+        entry = section.export_entry(obj)
+        identity = section.identity(entry)
+        if identity in named and identity not in kept:
+            kept.add(identity)  # the first row of an identity is the one the import updated
+            continue
+        _prune_object(section, obj, section.describe(entry), report, errors)
+
+
+def _prune_object(section: Section, obj: Any, label: str, report: SectionReport, errors: list[str]) -> None:
+    if blocker := section.prune_blocker(obj):
+        errors.append(f"{section.name}: cannot delete {label}: {blocker}")
+        return
+    try:
+        cascaded = config_object_delete(instance=obj)
+    except ProtectedError as error:
+        errors.append(f"{section.name}: cannot delete {label}: still used by {_objects_text(error.protected_objects)}")
+        return
+    report.deleted.append(label)
+    if cascaded:
+        report.cascaded.append(f"{label}: {_counts_text(cascaded)}")
+
+
+def _objects_text(objects: Any) -> str:
+    by_model: dict[str, list[str]] = {}
+    for obj in objects:
+        by_model.setdefault(str(obj._meta.verbose_name_plural), []).append(str(obj))
+    parts = []
+    for noun, names in sorted(by_model.items()):
+        more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
+        parts.append(f"{noun} {', '.join(sorted(names)[:NAMES_SHOWN])}{more}")
+    return "; ".join(parts) + " (delete or change those first, or keep this entry)"
+
+
+def _counts_text(counts: dict[type[models.Model], int]) -> str:
+    parts = []
+    for model, count in counts.items():
+        meta = model._meta
+        parts.append(f"{count} {meta.verbose_name if count == 1 else meta.verbose_name_plural}")
+    return ", ".join(parts)

@@ -1,0 +1,316 @@
+import contextlib
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from apps.common.models import TimeStampedModel
+from apps.common.validators import (
+    ATTRIBUTE_NAME_PATTERN,
+    normalize_ip_or_cidr,
+    validate_ip_or_cidr,
+    validate_name,
+    validate_string_map,
+)
+
+# Named periods that are plain lengths of time for the non-calendar algorithms.
+PERIOD_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
+KEY_BY_FIELDS = ("customer", "resource", "ip")
+ATTRIBUTE_KEY_PREFIX = "attr:"
+DEFAULT_KEY_BY = ["customer", "resource"]
+
+
+class Algorithm(models.TextChoices):
+    FIXED_WINDOW = "fixed_window", "fixed window"
+    CALENDAR = "calendar", "calendar"
+    SLIDING_WINDOW = "sliding_window", "sliding window"
+    SLIDING_LOG = "sliding_log", "sliding log"
+    TOKEN_BUCKET = "token_bucket", "token bucket"
+    LEAKY_BUCKET = "leaky_bucket", "leaky bucket"
+    CONCURRENCY = "concurrency", "concurrency"
+
+
+BUCKET_ALGORITHMS = (Algorithm.TOKEN_BUCKET, Algorithm.LEAKY_BUCKET)
+
+
+class CalendarPeriod(models.TextChoices):
+    DAY = "day", "day"
+    WEEK = "week", "week"
+    MONTH = "month", "month"
+
+
+class Mode(models.TextChoices):
+    ENFORCE = "enforce", "enforce"
+    SHADOW = "shadow", "shadow (count, never reject)"
+    DISABLED = "disabled", "disabled"
+
+
+class StoreFailurePolicy(models.TextChoices):
+    OPEN = "open", "open: admit"
+    CLOSED = "closed", "closed: refuse with 503"
+    DATABASE = "database", "database: count in PostgreSQL per minute"
+    LOCAL = "local", "local: enforce in process, limit ÷ instances"
+
+
+class Operation(TimeStampedModel):
+    """A named action that services ask about, e.g. ModifyShardCount or PutRecords."""
+
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Limit(TimeStampedModel):
+    """A policy on an operation: how much, per how long, counted per which key, and what to do on failure.
+
+    A limit without a plan applies to every customer; with a plan, to that plan's customers.
+    Calendar limits count per day, week or month in the customer's time zone; every other
+    algorithm counts over `period_seconds`.
+    """
+
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
+    description = models.TextField(blank=True)
+    operation = models.ForeignKey(Operation, on_delete=models.PROTECT, related_name="limits")
+    algorithm = models.CharField(max_length=20, choices=Algorithm.choices)
+    quantity = models.PositiveBigIntegerField(help_text="How much is admitted per period (or leases held at once).")
+    period_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Window length in seconds (for concurrency: the longest lease)."
+    )
+    calendar_period = models.CharField(
+        max_length=10, choices=CalendarPeriod.choices, blank=True, help_text="Only for the calendar algorithm."
+    )
+    burst = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Bucket capacity for token and leaky buckets; empty means the quantity."
+    )
+    unit = models.CharField(
+        max_length=50, default="requests", help_text="What is counted: requests, or a cost such as records, bytes."
+    )
+    key_by = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Which parts make the counter key: customer, resource, ip, attr:<name>. [] = one global counter.",
+    )
+    match = models.JSONField(
+        default=dict, blank=True, help_text='Only checks whose attributes match, e.g. {"ScalingType": "Uniform"}.'
+    )
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.ENFORCE)
+    on_store_failure = models.CharField(
+        max_length=10, choices=StoreFailurePolicy.choices, default=StoreFailurePolicy.DATABASE
+    )
+    plan = models.ForeignKey("customers.Plan", null=True, blank=True, on_delete=models.PROTECT, related_name="limits")
+
+    class Meta:
+        ordering = ["operation__name", "name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(quantity__gte=1), name="limit_quantity_positive"),
+            models.CheckConstraint(condition=Q(burst__isnull=True) | Q(burst__gte=1), name="limit_burst_positive"),
+            models.CheckConstraint(
+                condition=Q(period_seconds__isnull=True) | Q(period_seconds__gte=1), name="limit_period_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, list[str]] = {}
+        for field, message in [*self._period_errors(), *self._burst_errors(), *self._key_errors()]:
+            errors.setdefault(field, []).append(message)
+        if errors:
+            raise ValidationError(errors)
+
+    def _period_errors(self) -> list[tuple[str, str]]:
+        if self.algorithm == Algorithm.CALENDAR:
+            errors = []
+            if not self.calendar_period:
+                errors.append(("calendar_period", "A calendar limit needs a calendar period: day, week or month."))
+            if self.period_seconds is not None:
+                errors.append(("period_seconds", "A calendar limit counts per day, week or month, not in seconds."))
+            return errors
+        if self.calendar_period:
+            return [("calendar_period", "Calendar periods are only for the calendar algorithm; give seconds instead.")]
+        if self.period_seconds is None:
+            return [("period_seconds", "Give the period in seconds.")]
+        return []
+
+    def _burst_errors(self) -> list[tuple[str, str]]:
+        if self.burst is None:
+            return []
+        if self.algorithm not in BUCKET_ALGORITHMS:
+            return [("burst", "Burst is only for token bucket and leaky bucket limits.")]
+        if self.burst < 1:
+            return [("burst", "Burst must be at least 1.")]
+        return []
+
+    def _key_errors(self) -> list[tuple[str, str]]:
+        errors = [("key_by", message) for message in key_by_errors(self.key_by)]
+        if not ATTRIBUTE_NAME_PATTERN.match(self.unit or ""):
+            errors.append(("unit", "The unit must be a short name such as requests, records or bytes."))
+        if self.algorithm == Algorithm.CONCURRENCY and self.unit != "requests":
+            errors.append(("unit", "A concurrency limit counts leases; its unit must be requests."))
+        try:
+            validate_string_map(self.match)
+        except ValidationError as error:
+            errors.extend(("match", message) for message in error.messages)
+        return errors
+
+    @property
+    def capacity(self) -> int:
+        """The most a single request could ever be admitted with."""
+        return self.burst if self.burst is not None else self.quantity
+
+
+def key_by_errors(key_by: Any) -> list[str]:
+    if not isinstance(key_by, list):
+        return ["Must be a list, for example [customer, resource]."]
+    errors = []
+    for entry in key_by:
+        if not isinstance(entry, str):
+            errors.append(f"“{entry}” is not text.")
+        elif entry.startswith(ATTRIBUTE_KEY_PREFIX):
+            if not ATTRIBUTE_NAME_PATTERN.match(entry[len(ATTRIBUTE_KEY_PREFIX) :]):
+                errors.append(f"“{entry}”: after attr: comes an attribute name (letters, digits, _ . -; max 64).")
+        elif entry not in KEY_BY_FIELDS:
+            errors.append(f"“{entry}” is not one of customer, resource, ip or attr:<name>.")
+    if len(set(map(str, key_by))) != len(key_by):
+        errors.append("Each entry may appear only once.")
+    return errors
+
+
+class Override(TimeStampedModel):
+    """A per-customer exception to a limit: another quantity or burst, or unlimited, optionally for a time.
+
+    An override can be narrowed to one resource or to checks whose attributes match.
+    """
+
+    customer = models.ForeignKey("customers.Customer", on_delete=models.CASCADE, related_name="overrides")
+    limit = models.ForeignKey(Limit, on_delete=models.CASCADE, related_name="overrides")
+    resource = models.CharField(max_length=200, blank=True, help_text="Empty: every resource.")
+    match = models.JSONField(default=dict, blank=True, help_text="Only checks whose attributes match.")
+    quantity = models.PositiveBigIntegerField(null=True, blank=True)
+    burst = models.PositiveBigIntegerField(null=True, blank=True)
+    unlimited = models.BooleanField(default=False)
+    starts = models.DateTimeField(null=True, blank=True, help_text="Empty: in force now.")
+    ends = models.DateTimeField(null=True, blank=True, help_text="Empty: until removed.")
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["customer__external_id", "limit__name", "starts"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(quantity__isnull=True) | Q(quantity__gte=1), name="override_quantity_positive"
+            ),
+            models.CheckConstraint(condition=Q(burst__isnull=True) | Q(burst__gte=1), name="override_burst_positive"),
+            models.CheckConstraint(
+                condition=Q(starts__isnull=True) | Q(ends__isnull=True) | Q(ends__gt=models.F("starts")),
+                name="override_ends_after_starts",
+            ),
+            models.UniqueConstraint(
+                fields=["customer", "limit", "resource"],
+                condition=Q(starts__isnull=True),
+                name="override_unique_without_start",
+            ),
+            models.UniqueConstraint(
+                fields=["customer", "limit", "resource", "starts"],
+                condition=Q(starts__isnull=False),
+                name="override_unique_with_start",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        amount = "unlimited" if self.unlimited else f"{self.quantity}"
+        return f"{self.limit_id and self.limit.name} for {self.customer_id and self.customer.external_id}: {amount}"
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.unlimited and self.quantity is not None:
+            errors["quantity"] = "Leave the quantity empty for an unlimited override."
+        if not self.unlimited and self.quantity is None and self.burst is None:
+            errors["quantity"] = "Give a quantity (or a burst), or tick unlimited."
+        if self.starts and self.ends and self.ends <= self.starts:
+            errors["ends"] = "The end must be after the start."
+        try:
+            validate_string_map(self.match)
+        except ValidationError as error:
+            errors["match"] = " ".join(error.messages)
+        if errors:
+            raise ValidationError(errors)
+
+
+class RuleAction(models.TextChoices):
+    ALLOW = "allow", "allow (bypass limits)"
+    DENY = "deny", "deny (always reject)"
+
+
+class AccessRule(TimeStampedModel):
+    """Allow (bypass every limit) or deny (always reject) a customer, an IP or CIDR block, or an API key.
+
+    Every matcher that is set must match; the rule can be narrowed to one operation and can expire.
+    """
+
+    action = models.CharField(max_length=5, choices=RuleAction.choices)
+    customer = models.ForeignKey(
+        "customers.Customer", null=True, blank=True, on_delete=models.CASCADE, related_name="access_rules"
+    )
+    ip = models.CharField(
+        max_length=64, blank=True, validators=[validate_ip_or_cidr], help_text="An address or CIDR, IPv4 or IPv6."
+    )
+    api_key = models.ForeignKey(
+        "apikeys.ApiKey",
+        to_field="prefix",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="access_rules",
+    )
+    operation = models.ForeignKey(
+        Operation, null=True, blank=True, on_delete=models.CASCADE, help_text="Empty: every operation."
+    )
+    expires = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["action", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.matcher_summary}"
+
+    @property
+    def matcher_summary(self) -> str:
+        parts = []
+        if self.customer_id:
+            parts.append(f"customer {self.customer.external_id}")
+        if self.ip:
+            parts.append(f"ip {self.ip}")
+        if self.api_key_id:
+            parts.append(f"key {self.api_key_id}")
+        return " and ".join(parts) or "nothing"
+
+    def clean(self) -> None:
+        if self.ip:
+            with contextlib.suppress(ValueError):  # the field validator reports a bad address
+                self.ip = normalize_ip_or_cidr(self.ip)
+        if not (self.customer_id or self.ip or self.api_key_id):
+            raise ValidationError("A rule must match a customer, an IP or CIDR, or an API key.")
+
+
+class ConfigVersion(models.Model):
+    """One row: the version of the configuration, bumped after every committed change.
+
+    API workers poll it off the hot path and rebuild their in-process snapshot when it moves.
+    """
+
+    SINGLETON_ID = 1
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=SINGLETON_ID, editable=False)
+    version = models.PositiveBigIntegerField(default=0)
+    changed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"config version {self.version}"

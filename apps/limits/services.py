@@ -1,0 +1,36 @@
+"""Writing configuration objects: every write goes through full_clean(), whichever door it came from."""
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from django.apps import apps
+from django.db import models, transaction
+
+ModelT = TypeVar("ModelT", bound=models.Model)
+
+
+def config_object_save(
+    *, instance: ModelT, values: Mapping[str, Any], many: Mapping[str, Iterable[models.Model]] | None = None
+) -> ModelT:
+    """Set `values` on `instance` (new or existing), validate it whole, save it, then set its many-to-many
+    fields from `many`. Raises ValidationError, with nothing saved, when the result is invalid."""
+    for field, value in values.items():
+        setattr(instance, field, value)
+    instance.full_clean()
+    instance.save()
+    for field, related in (many or {}).items():
+        getattr(instance, field).set(related)
+    return instance
+
+
+def config_object_delete(*, instance: models.Model) -> dict[type[models.Model], int]:
+    """Delete `instance`. Returns the other rows the database deleted with it (cascades), per model.
+    Raises ProtectedError, with nothing deleted, when a protected reference still points at it."""
+    with transaction.atomic():
+        _, deleted = instance.delete()
+    cascaded = {}
+    for label, count in deleted.items():
+        model = apps.get_model(label)
+        if count and model is not type(instance) and not model._meta.auto_created:
+            cascaded[model] = count
+    return cascaded

@@ -1,0 +1,268 @@
+"""The configuration compiled into one immutable, versioned snapshot: what the hot path reads.
+
+Built from the database in one consistent read, serialisable to JSON so a worker started
+while PostgreSQL is down can start from the last-known-good file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from apps.apikeys.models import ApiKey, Service
+from apps.customers.models import Customer
+from apps.limits.models import AccessRule, ConfigVersion, Limit, Mode, Override
+from apps.toggles.models import FeatureToggle
+
+SNAPSHOT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class LimitConfig:
+    name: str
+    operation: str
+    algorithm: str
+    quantity: int
+    period_s: int | None
+    calendar_period: str | None
+    burst: int | None
+    unit: str
+    key_by: tuple[str, ...]
+    match: tuple[tuple[str, str], ...]
+    mode: str
+    on_store_failure: str
+    plan: str | None
+
+
+@dataclass(frozen=True)
+class OverrideConfig:
+    limit: str
+    resource: str
+    match: tuple[tuple[str, str], ...]
+    quantity: int | None
+    burst: int | None
+    unlimited: bool
+    starts_ms: int | None
+    ends_ms: int | None
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    action: str
+    customer: str | None
+    ip: str
+    api_key_prefix: str | None
+    operation: str | None
+    expires_ms: int | None
+
+
+@dataclass(frozen=True)
+class CustomerConfig:
+    external_id: str
+    plan: str | None
+    timezone: str
+    active: bool
+
+
+@dataclass(frozen=True)
+class KeyConfig:
+    prefix: str
+    key_hash: str
+    service: str
+    customer: str | None
+    operations: tuple[str, ...]  # empty: every operation
+
+
+@dataclass(frozen=True)
+class ToggleConfig:
+    name: str
+    enabled: bool
+    payload: Any
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything a check needs, indexed the way the check looks it up."""
+
+    version: int
+    built_at: float
+    customers: Mapping[str, CustomerConfig] = field(default_factory=dict)
+    limits_by_operation: Mapping[str, tuple[LimitConfig, ...]] = field(default_factory=dict)
+    overrides_by_customer: Mapping[str, tuple[OverrideConfig, ...]] = field(default_factory=dict)
+    rules: tuple[RuleConfig, ...] = ()
+    keys_by_prefix: Mapping[str, KeyConfig] = field(default_factory=dict)
+    toggles: Mapping[str, ToggleConfig] = field(default_factory=dict)
+
+
+def _ms(value: datetime | None) -> int | None:
+    return None if value is None else int(value.timestamp() * 1000)
+
+
+def _pairs(mapping: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(mapping.items()))
+
+
+def config_version_current() -> int:
+    row = ConfigVersion.objects.filter(pk=ConfigVersion.SINGLETON_ID).values_list("version", flat=True).first()
+    return row or 0
+
+
+@transaction.atomic
+def snapshot_build() -> Snapshot:
+    """Read the whole configuration in one transaction (one consistent view on PostgreSQL)."""
+    return Snapshot(
+        version=config_version_current(),
+        built_at=time.time(),
+        customers=_customers(),
+        limits_by_operation=_limits(),
+        overrides_by_customer=_overrides(),
+        rules=_rules(),
+        keys_by_prefix=_keys(),
+        toggles={t.name: ToggleConfig(t.name, t.enabled, t.payload) for t in FeatureToggle.objects.all()},
+    )
+
+
+def _customers() -> dict[str, CustomerConfig]:
+    rows = Customer.objects.values_list("external_id", "plan__name", "timezone", "active")
+    return {external_id: CustomerConfig(external_id, plan, tz, active) for external_id, plan, tz, active in rows}
+
+
+def _limits() -> dict[str, tuple[LimitConfig, ...]]:
+    by_operation: dict[str, list[LimitConfig]] = defaultdict(list)
+    for limit in Limit.objects.exclude(mode=Mode.DISABLED).select_related("operation", "plan"):
+        by_operation[limit.operation.name].append(
+            LimitConfig(
+                name=limit.name,
+                operation=limit.operation.name,
+                algorithm=limit.algorithm,
+                quantity=limit.quantity,
+                period_s=limit.period_seconds,
+                calendar_period=limit.calendar_period or None,
+                burst=limit.burst,
+                unit=limit.unit,
+                key_by=tuple(limit.key_by),
+                match=_pairs(limit.match),
+                mode=limit.mode,
+                on_store_failure=limit.on_store_failure,
+                plan=limit.plan.name if limit.plan else None,
+            )
+        )
+    return {operation: tuple(limits) for operation, limits in by_operation.items()}
+
+
+def _overrides() -> dict[str, tuple[OverrideConfig, ...]]:
+    by_customer: dict[str, list[OverrideConfig]] = defaultdict(list)
+    for override in Override.objects.select_related("customer", "limit"):
+        by_customer[override.customer.external_id].append(
+            OverrideConfig(
+                limit=override.limit.name,
+                resource=override.resource,
+                match=_pairs(override.match),
+                quantity=override.quantity,
+                burst=override.burst,
+                unlimited=override.unlimited,
+                starts_ms=_ms(override.starts),
+                ends_ms=_ms(override.ends),
+            )
+        )
+    return {customer: tuple(overrides) for customer, overrides in by_customer.items()}
+
+
+def _rules() -> tuple[RuleConfig, ...]:
+    rules = AccessRule.objects.select_related("customer", "operation")
+    return tuple(
+        RuleConfig(
+            action=rule.action,
+            customer=rule.customer.external_id if rule.customer else None,
+            ip=rule.ip,
+            api_key_prefix=rule.api_key_id,
+            operation=rule.operation.name if rule.operation else None,
+            expires_ms=_ms(rule.expires),
+        )
+        for rule in rules
+    )
+
+
+def _keys() -> dict[str, KeyConfig]:
+    operations: dict[int, tuple[str, ...]] = defaultdict(tuple)
+    for service_id, name in Service.operations.through.objects.values_list("service_id", "operation__name"):
+        operations[service_id] += (name,)
+    keys = ApiKey.objects.filter(revoked_at__isnull=True).select_related("service", "customer")
+    return {
+        key.prefix: KeyConfig(
+            prefix=key.prefix,
+            key_hash=key.key_hash,
+            service=key.service.name,
+            customer=key.customer.external_id if key.customer else None,
+            operations=tuple(sorted(operations[key.service_id])),
+        )
+        for key in keys
+    }
+
+
+# --- last-known-good file ------------------------------------------------------------------
+
+
+def snapshot_to_json(snapshot: Snapshot) -> str:
+    return json.dumps({"format": SNAPSHOT_FORMAT, "snapshot": dataclasses.asdict(snapshot)}, sort_keys=True)
+
+
+def snapshot_from_json(text: str) -> Snapshot:
+    document = json.loads(text)
+    if document.get("format") != SNAPSHOT_FORMAT:
+        raise ValueError(f"unsupported snapshot format {document.get('format')!r}")
+    data = document["snapshot"]
+    return Snapshot(
+        version=data["version"],
+        built_at=data["built_at"],
+        customers={k: CustomerConfig(**v) for k, v in data["customers"].items()},
+        limits_by_operation={k: tuple(_limit_from(v) for v in vs) for k, vs in data["limits_by_operation"].items()},
+        overrides_by_customer={
+            k: tuple(_override_from(v) for v in vs) for k, vs in data["overrides_by_customer"].items()
+        },
+        rules=tuple(RuleConfig(**v) for v in data["rules"]),
+        keys_by_prefix={
+            k: KeyConfig(**{**v, "operations": tuple(v["operations"])}) for k, v in data["keys_by_prefix"].items()
+        },
+        toggles={k: ToggleConfig(**v) for k, v in data["toggles"].items()},
+    )
+
+
+def _limit_from(data: dict[str, Any]) -> LimitConfig:
+    return LimitConfig(**{**data, "key_by": tuple(data["key_by"]), "match": tuple(map(tuple, data["match"]))})
+
+
+def _override_from(data: dict[str, Any]) -> OverrideConfig:
+    return OverrideConfig(**{**data, "match": tuple(map(tuple, data["match"]))})
+
+
+def snapshot_save(snapshot: Snapshot, path: Path) -> None:
+    """Write atomically (temp file + rename) so a crash never leaves half a snapshot."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".snapshot-")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(snapshot_to_json(snapshot))
+    os.replace(temporary, path)
+
+
+def snapshot_load(path: Path) -> Snapshot:
+    return snapshot_from_json(path.read_text())
+
+
+def config_version_bump() -> None:
+    """Move the version one step so every worker rebuilds its snapshot (called after commit)."""
+    updated = ConfigVersion.objects.filter(pk=ConfigVersion.SINGLETON_ID).update(version=F("version") + 1)
+    if not updated:
+        ConfigVersion.objects.get_or_create(pk=ConfigVersion.SINGLETON_ID, defaults={"version": 1})

@@ -1,0 +1,67 @@
+"""manage.py load_demo: the seed scenarios, through the import, safe to run twice."""
+
+import hashlib
+import re
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from apps.apikeys.models import ApiKey
+from apps.customers.models import Customer
+from apps.limits.models import AccessRule, Limit, Override
+from tests.limits.config_io.helpers import row_counts, row_state
+
+pytestmark = pytest.mark.django_db
+
+KEY_LINE = re.compile(r"^  (qp_[0-9a-f]{8}\.\S+)$", re.MULTILINE)
+
+
+def load_demo() -> str:
+    out = StringIO()
+    call_command("load_demo", stdout=out)
+    return out.getvalue()
+
+
+def test_it_loads_the_seed_scenarios() -> None:
+    load_demo()
+
+    daily = Limit.objects.get(operation__name="ModifyShardCount")
+    assert (daily.algorithm, daily.quantity, daily.calendar_period, daily.key_by) == (
+        "calendar",
+        10,
+        "day",
+        ["customer", "resource"],
+    )
+    put_records = Limit.objects.filter(operation__name="PutRecords")
+    assert sorted((limit.unit, limit.quantity, limit.period_seconds) for limit in put_records) == [
+        ("bytes", 1048576, 1),
+        ("records", 1000, 1),
+    ]
+    assert Limit.objects.filter(key_by=["ip"], plan=None).exists()
+    assert Limit.objects.get(algorithm="concurrency").operation.name == "OpenSession"
+    assert Override.objects.get(customer__external_id="acct-vip").quantity == 100
+    assert AccessRule.objects.get(action="deny").ip == "203.0.113.0/24"
+    assert set(Customer.objects.values_list("plan__name", flat=True)) == {"free", "pro"}
+
+
+def test_it_prints_a_key_for_the_demo_service_that_matches_the_stored_hash() -> None:
+    output = load_demo()
+
+    secret = KEY_LINE.search(output).group(1)
+    api_key = ApiKey.objects.get(service__name="demo-service")
+    assert api_key.key_hash == hashlib.sha256(secret.encode()).hexdigest()
+    assert "it will not be shown again" in output
+
+
+def test_running_it_twice_creates_nothing_the_second_time() -> None:
+    load_demo()
+    counts, state = row_counts(), row_state()
+
+    output = load_demo()
+
+    assert row_counts() == counts
+    assert row_state() == state
+    assert "no changes" in output
+    assert KEY_LINE.search(output) is None
+    assert "demo-service already has an active API key" in output

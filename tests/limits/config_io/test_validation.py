@@ -1,0 +1,220 @@
+"""A file with any invalid entry is refused whole, and the message names the entry and the key."""
+
+import pytest
+
+from apps.limits.config_io import ConfigInvalid, config_import, config_yaml_load
+from apps.limits.models import Limit, Operation
+from tests.limits.config_io.helpers import import_text, refusal, row_counts
+from tests.limits.factories import OperationFactory
+
+pytestmark = pytest.mark.django_db
+
+GOOD_AND_ONE_BAD = """
+operations: [{name: ModifyShardCount}, {name: PutRecords}]
+customers: [{id: acct-1}]
+limits:
+  - {name: good, operation: ModifyShardCount, algorithm: calendar, limit: 10, period: day}
+  - {name: also-good, operation: PutRecords, algorithm: token_bucket, limit: 1000, period: second}
+  - {name: foo, operation: PutRecords, algorithm: fixed_window, limit: 5, period: month}
+"""
+
+
+def limit_yaml(**keys: object) -> str:
+    entry = {"name": "x", "operation": "Op", "algorithm": "fixed_window", "limit": 10, "period": "minute", **keys}
+    body = ", ".join(f"{key}: {value}" for key, value in entry.items())
+    return f"operations: [{{name: Op}}]\nlimits: [{{{body}}}]"
+
+
+def test_it_writes_nothing_when_one_entry_is_invalid() -> None:
+    before = row_counts()
+
+    message = refusal(GOOD_AND_ONE_BAD)
+
+    assert "limits[2] (name: foo): period: month is a calendar period" in message
+    assert "nothing was written" in message
+    assert row_counts() == before
+
+
+def test_it_lists_every_invalid_entry_not_only_the_first() -> None:
+    text = """
+limits:
+  - {name: a, operation: Op, algorithm: fixed_window, limit: 0, period: minute}
+  - {name: b, operation: Op, algorithm: sliding, limit: 1, period: minute}
+operations: [{name: Op}]
+"""
+    with pytest.raises(ConfigInvalid) as caught:
+        import_text(text)
+
+    assert caught.value.errors == [
+        "limits[0] (name: a): limit: must be at least 1, not 0",
+        "limits[1] (name: b): algorithm: “sliding” is not one of fixed_window, calendar, sliding_window, "
+        "sliding_log, token_bucket, leaky_bucket, concurrency",
+    ]
+
+
+def test_a_month_period_is_refused_for_a_window_algorithm_because_it_is_a_calendar_period() -> None:
+    message = refusal(limit_yaml(period="month"))
+
+    assert "limits[0] (name: x): period: month is a calendar period" in message
+
+
+def test_a_period_in_seconds_is_refused_for_a_calendar_limit() -> None:
+    message = refusal(limit_yaml(algorithm="calendar", period=86400))
+
+    assert "limits[0] (name: x): period: a calendar limit counts per day, week or month, not 86400" in message
+
+
+def test_an_unknown_period_name_is_refused() -> None:
+    message = refusal(limit_yaml(period="fortnight"))
+
+    assert "period: “fortnight” is neither whole seconds nor one of second, minute, hour, day, week, month" in message
+
+
+def test_an_unknown_key_inside_an_entry_is_refused() -> None:
+    message = refusal(limit_yaml(quantity=5))
+
+    assert "limits[0] (name: x): quantity: unknown key; the keys are name, description, operation" in message
+
+
+def test_an_unknown_section_is_refused() -> None:
+    message = refusal("operations: []\nlimit: []")
+
+    assert "unknown section “limit”; the sections are operations, plans, customers, limits" in message
+
+
+def test_a_section_that_is_not_a_list_is_refused() -> None:
+    message = refusal("limits:\n")
+
+    assert "limits: must be a list ([] for none), not null" in message
+
+
+def test_a_file_that_is_not_a_mapping_is_refused() -> None:
+    message = refusal("- name: x")
+
+    assert "the file must be a mapping of sections" in message
+
+
+def test_a_reference_to_an_operation_neither_in_the_file_nor_the_database_is_refused() -> None:
+    message = refusal("limits: [{name: x, operation: Nowhere, algorithm: fixed_window, limit: 1, period: 60}]")
+
+    assert (
+        "limits[0] (name: x): operation: unknown operation “Nowhere”: "
+        "neither the operations section nor the database has it"
+    ) in message
+
+
+def test_a_reference_to_an_operation_already_in_the_database_is_accepted() -> None:
+    OperationFactory(name="Existing")
+
+    import_text("limits: [{name: x, operation: Existing, algorithm: fixed_window, limit: 1, period: 60}]")
+
+    assert Limit.objects.get().operation.name == "Existing"
+
+
+def test_a_reference_to_an_operation_the_same_file_defines_later_is_accepted() -> None:
+    import_text(limit_yaml(name="later").replace("operations: [{name: Op}]\n", "") + "\noperations: [{name: Op}]")
+
+    assert Limit.objects.get().operation.name == "Op"
+
+
+def test_a_reference_to_an_unknown_api_key_is_refused() -> None:
+    message = refusal("access_rules: [{action: deny, api_key_prefix: qp_00000000}]")
+
+    assert "access_rules[0] (action: deny, api_key_prefix: qp_00000000): api_key_prefix: " in message
+    assert "unknown API key prefix “qp_00000000”" in message
+
+
+def test_a_naive_datetime_is_refused() -> None:
+    text = "access_rules: [{action: deny, ip: 192.0.2.1, expires: 2030-01-01T00:00:00}]"
+
+    message = refusal(text)
+
+    assert "access_rules[0] (action: deny, ip: 192.0.2.1): expires: “2030-01-01T00:00:00” has no UTC offset" in message
+
+
+def test_a_date_without_a_time_is_refused_as_naive() -> None:
+    message = refusal("access_rules: [{action: deny, ip: 192.0.2.1, expires: 2030-01-01}]")
+
+    assert "expires: “2030-01-01T00:00:00” has no UTC offset" in message
+
+
+def test_text_that_is_not_a_date_is_refused_where_a_date_is_expected() -> None:
+    message = refusal("access_rules: [{action: deny, ip: 192.0.2.1, expires: soon}]")
+
+    assert "expires: “soon” is not an ISO 8601 date and time" in message
+
+
+def test_bad_yaml_syntax_is_refused_with_its_line_and_column() -> None:
+    message = refusal("operations:\n  - {name: Op\nlimits: []\n")
+
+    assert "not valid YAML: line 3, column 7" in message
+
+
+def test_a_key_repeated_in_one_mapping_is_refused() -> None:
+    message = refusal("operations: [{name: A, name: B}]")
+
+    assert "not valid YAML: line 1, column 24: the key “name” appears twice" in message
+
+
+def test_a_wrong_type_is_refused_with_the_type_found() -> None:
+    message = refusal(limit_yaml(limit="ten"))
+
+    assert "limits[0] (name: x): limit: must be a whole number, not text" in message
+
+
+def test_a_number_where_text_is_expected_is_refused_with_a_hint_to_quote_it() -> None:
+    message = refusal("customers: [{id: 123456789012}]")
+
+    assert 'customers[0] (id: 123456789012): id: must be text, not a number (put it in quotes: "123456789012")' in (
+        message
+    )
+
+
+def test_a_missing_required_key_is_refused() -> None:
+    message = refusal("operations: [{name: Op}]\nlimits: [{name: x, operation: Op, algorithm: calendar, period: day}]")
+
+    assert "limits[0] (name: x): limit: required" in message
+
+
+def test_an_entry_that_is_not_a_mapping_is_refused() -> None:
+    message = refusal("operations: [Op]")
+
+    assert "operations[0]: must be a mapping of keys, not text" in message
+
+
+def test_two_entries_with_the_same_identity_are_refused() -> None:
+    message = refusal("operations: [{name: Op}, {name: Other}, {name: Op, description: again}]")
+
+    assert "operations[2] (name: Op): the same entry as operations[0]" in message
+
+
+def test_a_model_validation_error_names_the_entry_and_the_key_of_the_file() -> None:
+    with pytest.raises(ConfigInvalid) as caught:
+        import_text(limit_yaml(burst=5, unit="bad unit") + "\ncustomers: [{id: acct-1, timezone: Mars/Olympus}]")
+
+    assert caught.value.errors == [
+        "customers[0] (id: acct-1): timezone: “Mars/Olympus” is not a known time zone; use an IANA name such as "
+        "Europe/Berlin or UTC.",
+        "limits[0] (name: x): burst: Burst is only for token bucket and leaky bucket limits.",
+        "limits[0] (name: x): unit: The unit must be a short name such as requests, records or bytes.",
+    ]
+    assert Operation.objects.count() == 0
+
+
+def test_a_rule_that_matches_nothing_is_refused_without_a_key() -> None:
+    message = refusal("access_rules: [{action: allow, reason: nobody}]")
+
+    assert "access_rules[0] (action: allow): A rule must match a customer, an IP or CIDR, or an API key." in message
+
+
+def test_an_entry_referring_to_a_refused_entry_says_so() -> None:
+    message = refusal(limit_yaml(operation="'bad name'").replace("{name: Op}", "{name: 'bad name'}"))
+
+    assert "operations[0] (name: bad name): name: “bad name” may only contain letters" in message
+    assert "limits[0] (name: x): refers to the operation “bad name”, which was refused" in message
+
+
+def test_an_empty_file_changes_nothing() -> None:
+    report = config_import(document=config_yaml_load(""))
+
+    assert report.lines() == ["no changes"]
