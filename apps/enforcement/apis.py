@@ -1,0 +1,230 @@
+"""The service API for decisions. Thin: parse, call one service, render."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.apikeys.authentication import ApiKeyAuthentication
+from apps.common import metrics
+from apps.common.exceptions import InvalidInput, PayloadTooLarge
+from apps.common.negotiation import JsonOnlyNegotiation
+from apps.enforcement import serializers
+from apps.enforcement.authz import authz_evaluate, forwarded_request
+from apps.enforcement.headers import ratelimit_headers, retry_after_header
+from apps.enforcement.leases import lease_acquire, lease_release, lease_renew
+from apps.enforcement.parsing import (
+    MAX_CUSTOMER_LENGTH,
+    BatchTooLarge,
+    ParseError,
+    parse_batch,
+    parse_check,
+    parse_lease,
+    parse_ttl,
+)
+from apps.enforcement.selectors import customer_limits_effective
+from apps.enforcement.services import DENIED, OVER_LIMIT, CheckOutcome, check_batch_evaluate, check_evaluate
+from apps.limits.snapshot_holder import snapshot_current
+
+STATUS_BY_CODE = {"OK": 200, OVER_LIMIT: 429, DENIED: 403}
+INVALID_MESSAGE = "The request is not valid; see fields."
+
+
+def outcome_body(outcome: CheckOutcome) -> dict[str, Any]:
+    return {
+        "allowed": outcome.allowed,
+        "code": outcome.code,
+        "retry_after_ms": outcome.retry_after_ms,
+        "degraded": outcome.degraded,
+        "limits": [
+            {
+                "name": r.name,
+                "algorithm": r.algorithm,
+                "unit": r.unit,
+                "limit": r.limit,
+                "remaining": r.remaining,
+                "reset_ms": r.reset_ms,
+                "shadow": r.shadow,
+                "over": r.over,
+            }
+            for r in outcome.limits
+        ],
+    }
+
+
+def observe(endpoint: str, started: float, decided: list[tuple[str, CheckOutcome]]) -> None:
+    """Count the decisions by operation and outcome (added up first: a batch costs a few increments),
+    and time the request once."""
+    known = snapshot_current().limits_by_operation
+    totals: dict[tuple[str, str], list[int]] = {}
+    for operation, outcome in decided:
+        counts = totals.setdefault((metrics.operation_label(operation, known), outcome.code), [0, 0, 0])
+        counts[0] += 1
+        counts[1] += any(result.shadow and result.over for result in outcome.limits)
+        counts[2] += outcome.degraded
+    for (operation, code), (count, shadow_denied, degraded) in totals.items():
+        metrics.decision_counted(
+            operation=operation, outcome=code, count=count, shadow_denied=shadow_denied, degraded=degraded
+        )
+    metrics.check_timed(endpoint=endpoint, seconds=time.perf_counter() - started)
+
+
+def outcome_headers(outcome: CheckOutcome) -> dict[str, str]:
+    headers = ratelimit_headers(outcome.limits, outcome.windows_s)
+    if outcome.code == OVER_LIMIT:
+        headers.update(retry_after_header(outcome.retry_after_ms))
+    return headers
+
+
+class ServiceApi(APIView):
+    """Base of the hot endpoints: API keys only, no session or user lookup."""
+
+    authentication_classes = [ApiKeyAuthentication]
+    permission_classes = [IsAuthenticated]
+    content_negotiation_class = JsonOnlyNegotiation
+
+
+class CheckApi(ServiceApi):
+    @extend_schema(
+        request=serializers.CheckInputSerializer,
+        responses=serializers.DECISION_RESPONSES,
+        summary="May this customer do this operation now?",
+    )
+    def post(self, request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            check = parse_check(request.data)
+        except ParseError as error:
+            raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
+        outcome = check_evaluate(principal=request.user, request=check)
+        observe("check", started, [(check.operation, outcome)])
+        return Response(outcome_body(outcome), status=STATUS_BY_CODE[outcome.code], headers=outcome_headers(outcome))
+
+
+class CheckBatchApi(ServiceApi):
+    @extend_schema(
+        request=serializers.BatchInputSerializer,
+        responses={**serializers.ERROR_RESPONSES, 200: serializers.BatchOutputSerializer},
+        summary="Decide up to 1000 checks in one call (independent or atomic)",
+    )
+    def post(self, request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            checks, mode = parse_batch(request.data)
+        except BatchTooLarge as error:
+            raise PayloadTooLarge(str(error), code="batch_too_large") from None
+        except ParseError as error:
+            raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
+        outcomes = check_batch_evaluate(principal=request.user, requests=checks, mode=mode)
+        observe("batch", started, [(check.operation, outcome) for check, outcome in zip(checks, outcomes, strict=True)])
+        allowed = sum(outcome.allowed for outcome in outcomes)
+        body = {
+            "allowed_count": allowed,
+            "denied_count": len(outcomes) - allowed,
+            "results": [outcome_body(outcome) for outcome in outcomes],
+        }
+        return Response(body)
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+class LeaseAcquireApi(ServiceApi):
+    @extend_schema(
+        request=serializers.LeaseInputSerializer,
+        responses={**serializers.DECISION_RESPONSES, 201: serializers.LeaseSerializer},
+        summary="Take a concurrency slot (held until released or expired)",
+    )
+    def post(self, request: Request) -> Response:
+        try:
+            check, ttl_s = parse_lease(request.data)
+        except ParseError as error:
+            raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
+        started = time.perf_counter()
+        result = lease_acquire(principal=request.user, request=check, ttl_s=ttl_s)
+        observe("lease", started, [(check.operation, result.outcome)])
+        body = outcome_body(result.outcome)
+        status = STATUS_BY_CODE[result.outcome.code]
+        if result.outcome.allowed:
+            body = {"lease_id": result.lease_id, "expires_at": _iso(result.expires_at_ms), **body}
+            status = 201
+        return Response(body, status=status, headers=outcome_headers(result.outcome))
+
+
+class LeaseRenewApi(ServiceApi):
+    @extend_schema(
+        request=serializers.LeaseRenewInputSerializer,
+        responses={
+            **serializers.ERROR_RESPONSES,
+            404: serializers.ErrorSerializer,
+            200: serializers.LeaseRenewedSerializer,
+        },
+    )
+    def post(self, request: Request, lease_id: str) -> Response:
+        try:
+            ttl_s = parse_ttl(request.data)
+        except ParseError as error:
+            raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
+        expires_at = lease_renew(principal=request.user, lease_id=lease_id, ttl_s=ttl_s)
+        return Response({"lease_id": lease_id, "expires_at": _iso(expires_at)})
+
+
+class LeaseReleaseApi(ServiceApi):
+    @extend_schema(responses={**serializers.ERROR_RESPONSES, 204: None})
+    def delete(self, request: Request, lease_id: str) -> Response:
+        lease_release(principal=request.user, lease_id=lease_id)
+        return Response(status=204)
+
+
+class CustomerLimitsApi(ServiceApi):
+    @extend_schema(
+        parameters=[serializers.CustomerLimitsQuerySerializer],
+        responses={**serializers.ERROR_RESPONSES, 200: serializers.CustomerLimitsSerializer},
+        summary="The limits in force for a customer, after plan and overrides, with what remains",
+    )
+    def get(self, request: Request, customer: str) -> Response:
+        query = serializers.CustomerLimitsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        unknown = set(request.query_params) - set(query.fields)
+        if unknown:
+            raise InvalidInput(INVALID_MESSAGE, fields={name: ["Unknown query parameter."] for name in sorted(unknown)})
+        if len(customer) > MAX_CUSTOMER_LENGTH:
+            raise InvalidInput(INVALID_MESSAGE, fields={"customer": [f"At most {MAX_CUSTOMER_LENGTH} characters."]})
+        body = customer_limits_effective(principal=request.user, customer=customer, **query.validated_data)
+        return Response(body)
+
+
+class AuthzApi(ServiceApi):
+    """Forward-auth for gateways. Any method answers: nginx, Traefik and Envoy differ in what they send;
+    the original method and URI come from their headers (or, for Envoy's path prefix, from the path)."""
+
+    @extend_schema(
+        request=None,
+        responses=serializers.DECISION_RESPONSES,
+        summary="Forward-auth: decide the request a gateway is about to pass on",
+    )
+    def post(self, request: Request, tail: str = "") -> Response:
+        started = time.perf_counter()
+        forwarded = forwarded_request(request.META, request.method or "GET", tail)
+        operation, outcome = authz_evaluate(principal=request.user, forwarded=forwarded)
+        observe("authz", started, [(operation, outcome)])
+        return Response(outcome_body(outcome), status=STATUS_BY_CODE[outcome.code], headers=outcome_headers(outcome))
+
+    @extend_schema(exclude=True)
+    def _same_as_post(self, request: Request, tail: str = "") -> Response:
+        return self.post(request, tail)
+
+    get = put = patch = delete = head = _same_as_post
+
+
+@extend_schema(exclude=True)
+class AuthzPathApi(AuthzApi):
+    """Envoy ext_authz (HTTP) appends the original path to /api/v1/authz/."""

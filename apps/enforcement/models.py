@@ -1,0 +1,44 @@
+from django.db import models
+
+
+class FallbackCounter(models.Model):
+    """What the `database` failure policy counted while Redis was unreachable: one row per counter key
+    and minute-aligned window. Purged once the window is over."""
+
+    key = models.CharField(max_length=1024)
+    window_start = models.DateTimeField()
+    window_end = models.DateTimeField(db_index=True)
+    used = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "window_start"], name="fallback_counter_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.key} @ {self.window_start:%Y-%m-%d %H:%M}: {self.used}"
+
+
+class FallbackRequest(models.Model):
+    """A request_id the `database` policy already decided, so a retry is not counted twice (kept 10 minutes)."""
+
+    customer = models.CharField(max_length=200)
+    request_id = models.CharField(max_length=128)
+    allowed = models.BooleanField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["customer", "request_id"], name="fallback_request_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.customer}/{self.request_id}: {'allowed' if self.allowed else 'refused'}"
+
+
+class InstanceHeartbeat(models.Model):
+    """An API process that is alive: the `local` policy divides each limit by the number seen lately."""
+
+    instance = models.CharField(max_length=100, unique=True)
+    seen_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.instance} seen {self.seen_at:%H:%M:%S}"

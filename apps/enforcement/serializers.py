@@ -1,0 +1,137 @@
+"""The check contract as DRF serializers: they document the API (OpenAPI schema).
+
+The hot path validates with parsing.py (same rules, a fraction of the cost); the schemathesis
+test runs this schema against the real endpoints, which keeps the two in step.
+"""
+
+from drf_spectacular.utils import PolymorphicProxySerializer
+from rest_framework import serializers
+
+from apps.enforcement import parsing
+
+
+class CheckInputSerializer(serializers.Serializer):
+    customer = serializers.CharField(max_length=parsing.MAX_CUSTOMER_LENGTH)
+    operation = serializers.CharField(max_length=parsing.MAX_OPERATION_LENGTH)
+    resource = serializers.CharField(max_length=parsing.MAX_RESOURCE_LENGTH, required=False, allow_blank=True)
+    attributes = serializers.DictField(
+        child=serializers.CharField(max_length=parsing.MAX_ATTRIBUTE_VALUE_LENGTH, allow_blank=True), required=False
+    )
+    costs = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=parsing.MAX_COST),
+        required=False,
+        help_text="Unit → non-negative integer; `requests` defaults to 1.",
+    )
+    ip = serializers.IPAddressField(required=False)
+    request_id = serializers.CharField(
+        max_length=parsing.MAX_REQUEST_ID_LENGTH, required=False, help_text="Repeats within 10 minutes replay."
+    )
+    dry_run = serializers.BooleanField(required=False, default=False)
+
+
+class LimitResultSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    algorithm = serializers.CharField()
+    unit = serializers.CharField()
+    limit = serializers.IntegerField()
+    remaining = serializers.IntegerField()
+    reset_ms = serializers.IntegerField()
+    shadow = serializers.BooleanField()
+    over = serializers.BooleanField()
+
+
+class DecisionSerializer(serializers.Serializer):
+    allowed = serializers.BooleanField()
+    code = serializers.ChoiceField(choices=["OK", "OVER_LIMIT", "DENIED"])
+    retry_after_ms = serializers.IntegerField(allow_null=True)
+    degraded = serializers.BooleanField()
+    limits = LimitResultSerializer(many=True)
+
+
+class BatchInputSerializer(serializers.Serializer):
+    items = CheckInputSerializer(many=True, max_length=parsing.MAX_BATCH_ITEMS)
+    mode = serializers.ChoiceField(choices=parsing.BATCH_MODES, default="independent")
+
+
+class BatchOutputSerializer(serializers.Serializer):
+    allowed_count = serializers.IntegerField()
+    denied_count = serializers.IntegerField()
+    results = DecisionSerializer(many=True)
+
+
+class LeaseInputSerializer(CheckInputSerializer):
+    ttl_s = serializers.IntegerField(
+        min_value=1,
+        max_value=parsing.MAX_LEASE_TTL_S,
+        required=False,
+        help_text="Default 300 s or the limit's longest.",
+    )
+
+
+class LeaseSerializer(DecisionSerializer):
+    lease_id = serializers.CharField(allow_null=True, help_text="null when an allow rule bypassed the limit")
+    expires_at = serializers.DateTimeField(allow_null=True)
+
+
+class LeaseRenewInputSerializer(serializers.Serializer):
+    ttl_s = serializers.IntegerField(min_value=1, max_value=parsing.MAX_LEASE_TTL_S, required=False)
+
+
+class LeaseRenewedSerializer(serializers.Serializer):
+    lease_id = serializers.CharField()
+    expires_at = serializers.DateTimeField()
+
+
+class CustomerLimitsQuerySerializer(serializers.Serializer):
+    resource = serializers.CharField(
+        max_length=parsing.MAX_RESOURCE_LENGTH, required=False, default="", allow_blank=True
+    )
+    ip = serializers.IPAddressField(required=False, default="", allow_blank=True)
+
+
+class EffectiveLimitSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    operation = serializers.CharField()
+    algorithm = serializers.CharField()
+    unit = serializers.CharField()
+    limit = serializers.IntegerField()
+    burst = serializers.IntegerField(allow_null=True)
+    period_s = serializers.IntegerField(allow_null=True)
+    calendar_period = serializers.CharField(allow_null=True)
+    key_by = serializers.ListField(child=serializers.CharField())
+    mode = serializers.CharField()
+    on_store_failure = serializers.CharField()
+    overridden = serializers.BooleanField()
+    unlimited = serializers.BooleanField()
+    remaining = serializers.IntegerField(allow_null=True, help_text="null for concurrency and attribute-matched limits")
+    reset_ms = serializers.IntegerField(allow_null=True)
+
+
+class CustomerLimitsSerializer(serializers.Serializer):
+    customer = serializers.CharField()
+    known = serializers.BooleanField()
+    plan = serializers.CharField(allow_null=True)
+    timezone = serializers.CharField()
+    access_rule = serializers.CharField(allow_null=True)
+    limits = EffectiveLimitSerializer(many=True)
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Machine code, e.g. invalid, unauthenticated, forbidden_customer.")
+    message = serializers.CharField(help_text="What went wrong, in words a person understands.")
+    fields = serializers.DictField(help_text="Per-field messages for invalid input; {} otherwise.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorDetailSerializer()
+
+
+DECISION_OR_ERROR = PolymorphicProxySerializer(
+    component_name="DecisionOrError",
+    serializers=[DecisionSerializer, ErrorSerializer],
+    resource_type_field_name=None,
+)
+# Every service endpoint answers these errors in the one error shape (429: too many bad keys from an address).
+ERROR_RESPONSES = {status: ErrorSerializer for status in (400, 401, 403, 413, 429)}
+NOT_FOUND_RESPONSES = {**ERROR_RESPONSES, 404: ErrorSerializer}
+DECISION_RESPONSES = {**ERROR_RESPONSES, 200: DecisionSerializer, 429: DECISION_OR_ERROR, 403: DECISION_OR_ERROR}

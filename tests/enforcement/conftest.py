@@ -1,0 +1,55 @@
+"""Fixtures for the decision API: a real Redis store with this test's own key prefix, keys, a client."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from apps.apikeys import authentication
+from apps.apikeys.selectors import BadKeyGuard
+from apps.apikeys.services import api_key_create
+from apps.enforcement.store import engine_store_use
+from apps.engine import ManualClock
+from apps.engine.store.redis import RedisStore
+from tests.apikeys.factories import ServiceFactory
+from tests.customers.factories import CustomerFactory
+
+
+@pytest.fixture(autouse=True)
+def _forgive_bad_keys(monkeypatch):
+    """Each test starts with no address being slowed down for bad keys."""
+    monkeypatch.setattr(authentication, "bad_key_guard", BadKeyGuard())
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(start_ms=1_767_225_600_000)  # 2026-01-01T00:00:00Z
+
+
+@pytest.fixture
+def engine(redis_client, key_prefix, clock):
+    store = RedisStore(redis_client, key_prefix=key_prefix, clock=clock)
+    engine_store_use(store)
+    yield store
+    engine_store_use(None)
+
+
+@pytest.fixture
+def service_key(db):
+    return api_key_create(service=ServiceFactory(name="control-plane")).secret
+
+
+@pytest.fixture
+def customer_key(db):
+    customer = CustomerFactory(external_id="acct-1")
+    return api_key_create(service=ServiceFactory(name="tenant-app"), customer=customer).secret
+
+
+def client_with(key: str | None) -> APIClient:
+    client = APIClient()
+    if key:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
+@pytest.fixture
+def api(service_key, engine) -> APIClient:
+    return client_with(service_key)

@@ -1,0 +1,62 @@
+"""The circuit breaker, driven by an injected clock."""
+
+from apps.enforcement.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_it_opens_after_the_threshold_of_failures_in_a_row() -> None:
+    breaker = CircuitBreaker(failure_threshold=3, open_s=2, clock=Clock())
+    for _ in range(2):
+        breaker.record_failure()
+    assert breaker.allow()
+    assert breaker.state == CLOSED
+
+    breaker.record_failure()
+
+    assert breaker.state == OPEN
+    assert not breaker.allow()
+
+
+def test_a_success_resets_the_count_of_failures() -> None:
+    breaker = CircuitBreaker(failure_threshold=2, open_s=2, clock=Clock())
+    breaker.record_failure()
+    breaker.record_success()
+    breaker.record_failure()
+
+    assert breaker.state == CLOSED
+
+
+def test_after_the_open_period_one_probe_goes_through_and_its_success_closes_the_breaker() -> None:
+    clock = Clock()
+    breaker = CircuitBreaker(failure_threshold=1, open_s=2, clock=clock)
+    breaker.record_failure()
+    clock.now += 2
+
+    assert breaker.state == HALF_OPEN
+    assert breaker.allow() is True
+    assert breaker.allow() is False  # only one probe at a time
+    breaker.record_success()
+    assert breaker.state == CLOSED
+    assert breaker.allow()
+
+
+def test_a_failed_probe_opens_the_breaker_again_for_a_full_period() -> None:
+    clock = Clock()
+    breaker = CircuitBreaker(failure_threshold=5, open_s=2, clock=clock)
+    for _ in range(5):
+        breaker.record_failure()
+    clock.now += 2
+    assert breaker.allow()
+
+    breaker.record_failure()
+
+    assert breaker.state == OPEN
+    clock.now += 1.9
+    assert not breaker.allow()

@@ -1,0 +1,85 @@
+"""Chaos: the production server with its own redis-server, which is killed (SIGKILL), then paused
+(SIGSTOP) after a restart. No 5xx, every decision follows its limit's policy and says degraded, and
+while Redis is dead a check answers within about the timeout budget, not seconds."""
+
+import json
+import signal
+import statistics
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from apps.apikeys.services import api_key_create
+from apps.limits.models import StoreFailurePolicy
+from tests.apikeys.factories import ServiceFactory
+from tests.limits.factories import LimitFactory, OperationFactory
+from tests.servers import RedisServer
+from tests.support.live_server import LiveServer
+
+CHECKS_PER_PHASE = 40
+TIMEOUT_BUDGET_MS = 50
+
+
+def check(server: LiveServer, key: str, operation: str) -> tuple[int, dict, float]:
+    request = urllib.request.Request(  # noqa: S310 - loopback
+        f"{server.url}/api/v1/check",
+        data=json.dumps({"customer": "acct-1", "operation": operation}).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+            status, body = response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        status, body = error.code, json.loads(error.read())
+    return status, body, (time.perf_counter() - started) * 1000
+
+
+def phase(server: LiveServer, key: str) -> dict[str, list[tuple[int, dict, float]]]:
+    return {
+        operation: [check(server, key, operation) for _ in range(CHECKS_PER_PHASE)]
+        for operation in ("Open", "Closed", "Counted")
+    }
+
+
+def p99(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=100)[98]
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_redis_killed_then_paused_never_gives_a_5xx_and_each_policy_holds(key_prefix, tmp_path) -> None:
+    for name, policy in [("Open", "OPEN"), ("Closed", "CLOSED"), ("Counted", "DATABASE")]:
+        LimitFactory(
+            name=name.lower(), operation=OperationFactory(name=name), quantity=1000, period_seconds=3600,
+            on_store_failure=getattr(StoreFailurePolicy, policy), key_by=["customer"],
+        )  # fmt: skip
+    key = api_key_create(service=ServiceFactory()).secret
+    redis_server = RedisServer().start()
+    env = {"QUOTA_REDIS_TIMEOUT_MS": str(TIMEOUT_BUDGET_MS), "QUOTA_BREAKER_OPEN_S": "0.5"}
+    try:
+        with LiveServer(tmp_path, redis_url=redis_server.url, key_prefix=key_prefix, workers=2, **env) as server:
+            healthy = phase(server, key)
+            redis_server.signal(signal.SIGKILL)
+            redis_server.process.wait(timeout=10)
+            dead = phase(server, key)
+            redis_server.start()  # same port, empty
+            redis_server.signal(signal.SIGSTOP)
+            paused = phase(server, key)
+            redis_server.signal(signal.SIGCONT)
+    finally:
+        redis_server.cleanup()
+
+    assert all(status == 200 and not body["degraded"] for results in healthy.values() for status, body, _ in results)
+    for results in (dead, paused):
+        assert all(status != 500 for r in results.values() for status, _, _ in r)
+        assert all(status == 200 and body["degraded"] for status, body, _ in results["Open"])
+        assert all(
+            status == 503 and body["error"]["code"] == "store_unavailable" for status, body, _ in results["Closed"]
+        )
+        assert all(status == 200 and body["degraded"] for status, body, _ in results["Counted"])
+        latencies = [ms for r in results.values() for _, _, ms in r]
+        print(f"checks={len(latencies)} p50={statistics.median(latencies):.1f}ms p99={p99(latencies):.1f}ms")
+        assert p99(latencies) < TIMEOUT_BUDGET_MS * 4, f"p99 {p99(latencies):.1f} ms while Redis was away"
