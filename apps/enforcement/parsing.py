@@ -1,0 +1,234 @@
+"""Strict, fast validation of check requests: the hot-path twin of serializers.py.
+
+DRF serializers cost about 30 µs per batch item here, more than deciding it; this module does the
+same checks in a few µs. serializers.py describes the same contract for the OpenAPI schema, and the
+schemathesis test holds the two to each other. Every error names its field; nothing is half-parsed.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_CUSTOMER_LENGTH = 200
+MAX_OPERATION_LENGTH = 100
+MAX_RESOURCE_LENGTH = 200
+MAX_REQUEST_ID_LENGTH = 128
+MAX_ATTRIBUTES = 32
+MAX_ATTRIBUTE_VALUE_LENGTH = 256
+MAX_COST_UNITS = 16
+MAX_COST = 2**53 - 1
+MAX_BATCH_ITEMS = 1000
+MAX_LEASE_TTL_S = 86400
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+CHECK_FIELDS = frozenset({"customer", "operation", "resource", "attributes", "costs", "ip", "request_id", "dry_run"})
+BATCH_MODES = ("independent", "atomic")
+
+Errors = dict[str, Any]
+
+
+class ParseError(Exception):
+    def __init__(self, fields: Errors) -> None:
+        super().__init__("invalid request")
+        self.fields = fields
+
+
+class BatchTooLarge(Exception):
+    def __init__(self, count: int) -> None:
+        super().__init__(f"A batch holds at most {MAX_BATCH_ITEMS} items; this one has {count}.")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRequest:
+    customer: str
+    operation: str
+    resource: str = ""
+    attributes: dict[str, str] = field(default_factory=dict)
+    costs: dict[str, int] = field(default_factory=dict)
+    ip: str = ""
+    request_id: str | None = None
+    dry_run: bool = False
+
+
+def _text(data: dict[str, Any], name: str, max_length: int, errors: Errors, *, required: bool) -> str:
+    value = data.get(name)
+    if value is None:
+        if required:
+            errors[name] = ["This field is required."]
+        return ""
+    if type(value) is not str:
+        errors[name] = [f"Must be a string, not {_kind(value)}."]
+    elif required and not value:
+        errors[name] = ["Must not be empty."]
+    elif len(value) > max_length:
+        errors[name] = [f"At most {max_length} characters (got {len(value)})."]
+    else:
+        return value
+    return ""
+
+
+def _attributes(value: Any, errors: Errors) -> dict[str, str]:
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        errors["attributes"] = [f"Must be an object of name → string, not {_kind(value)}."]
+        return {}
+    problems = [f"At most {MAX_ATTRIBUTES} attributes."] if len(value) > MAX_ATTRIBUTES else []
+    for name, item in value.items():
+        if not NAME.match(name):
+            problems.append(f"“{name[:70]}” is not a valid attribute name (letters, digits, _ . -; max 64).")
+        elif type(item) is not str:
+            problems.append(f"“{name}” must be a string, not {_kind(item)}.")
+        elif len(item) > MAX_ATTRIBUTE_VALUE_LENGTH:
+            problems.append(f"“{name}” is longer than {MAX_ATTRIBUTE_VALUE_LENGTH} characters.")
+    if problems:
+        errors["attributes"] = problems
+    return value
+
+
+def _costs(value: Any, errors: Errors) -> dict[str, int]:
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        errors["costs"] = [f"Must be an object of unit → non-negative integer, not {_kind(value)}."]
+        return {}
+    problems = [f"At most {MAX_COST_UNITS} units."] if len(value) > MAX_COST_UNITS else []
+    for unit, cost in value.items():
+        if not NAME.match(unit):
+            problems.append(f"“{unit[:70]}” is not a valid unit name (letters, digits, _ . -; max 64).")
+        elif type(cost) is not int or not 0 <= cost <= MAX_COST:
+            problems.append(f"“{unit}” must be a whole number from 0 to {MAX_COST}, not {cost!r:.40}.")
+    if problems:
+        errors["costs"] = problems
+    return value
+
+
+def _ip(value: Any, errors: Errors) -> str:
+    if value is None or value == "":
+        return ""
+    if type(value) is not str or len(value) > 64:
+        errors["ip"] = ["Must be an IPv4 or IPv6 address as a string."]
+        return ""
+    normalized = _normalized_ip(value)
+    if normalized is None:
+        errors["ip"] = [f"“{value}” is not an IPv4 or IPv6 address."]
+        return ""
+    return normalized
+
+
+@functools.lru_cache(maxsize=65536)
+def _normalized_ip(value: str) -> str | None:
+    """One spelling per address (clients repeat: cached)."""
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        return None
+
+
+def _flag(data: dict[str, Any], name: str, errors: Errors) -> bool:
+    value = data.get(name, False)
+    if type(value) is not bool:
+        errors[name] = [f"Must be true or false, not {_kind(value)}."]
+        return False
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def parse_check(data: Any) -> CheckRequest:
+    """Validate one check object; raises ParseError with every problem by field."""
+    errors: Errors = {}
+    request = _parse_check_into(data, errors)
+    if errors:
+        raise ParseError(errors)
+    return request  # type: ignore[return-value]
+
+
+def _parse_check_into(data: Any, errors: Errors) -> CheckRequest | None:
+    if type(data) is not dict:
+        errors["non_field_errors"] = [f"A check must be a JSON object, not {_kind(data)}."]
+        return None
+    unknown = data.keys() - CHECK_FIELDS
+    if unknown:
+        errors["non_field_errors"] = [f"Unknown field(s): {', '.join(sorted(map(str, unknown)))[:300]}."]
+    if None in data.values():
+        _refuse_nulls(data, errors)
+    request = CheckRequest(
+        customer=_text(data, "customer", MAX_CUSTOMER_LENGTH, errors, required=True),
+        operation=_text(data, "operation", MAX_OPERATION_LENGTH, errors, required=True),
+        resource=_text(data, "resource", MAX_RESOURCE_LENGTH, errors, required=False),
+        attributes=_attributes(data.get("attributes"), errors),
+        costs=_costs(data.get("costs"), errors),
+        ip=_ip(data.get("ip"), errors),
+        request_id=_text(data, "request_id", MAX_REQUEST_ID_LENGTH, errors, required=False) or None,
+        dry_run=_flag(data, "dry_run", errors),
+    )
+    return None if errors else request
+
+
+def _refuse_nulls(data: dict[str, Any], errors: Errors) -> None:
+    """No field is nullable: a null is more likely a client bug than a wish for the default."""
+    for name, value in data.items():
+        if value is None and name in CHECK_FIELDS:
+            errors[name] = ["May not be null; leave the field out to use its default."]
+
+
+def parse_batch(data: Any) -> tuple[list[CheckRequest], str]:
+    """Validate a batch: {items: [...], mode}. Raises BatchTooLarge (413) or ParseError (400)."""
+    if type(data) is not dict:
+        raise ParseError({"non_field_errors": [f"A batch must be a JSON object, not {_kind(data)}."]})
+    errors: Errors = {}
+    unknown = data.keys() - {"items", "mode"}
+    if unknown:
+        errors["non_field_errors"] = [f"Unknown field(s): {', '.join(sorted(map(str, unknown)))[:300]}."]
+    mode = data.get("mode", "independent")
+    if mode not in BATCH_MODES:
+        errors["mode"] = [f"Must be one of {', '.join(BATCH_MODES)}."]
+    items = data.get("items")
+    if type(items) is not list or not items:
+        errors["items"] = ["Must be a non-empty list of checks."]
+        raise ParseError(errors)
+    if len(items) > MAX_BATCH_ITEMS:
+        raise BatchTooLarge(len(items))
+    requests, item_errors = _parse_items(items)
+    if item_errors:
+        errors["items"] = item_errors
+    if errors:
+        raise ParseError(errors)
+    return requests, mode
+
+
+def _parse_items(items: list[Any]) -> tuple[list[CheckRequest], Errors]:
+    requests: list[CheckRequest] = []
+    item_errors: Errors = {}
+    for index, item in enumerate(items):
+        errors: Errors = {}
+        request = _parse_check_into(item, errors)
+        if errors:
+            item_errors[str(index)] = errors
+        elif request is not None:
+            requests.append(request)
+    return requests, item_errors
+
+
+def parse_lease(data: Any) -> tuple[CheckRequest, int | None]:
+    """A lease request: the check fields plus an optional ttl_s (seconds)."""
+    if type(data) is not dict:
+        raise ParseError({"non_field_errors": [f"A lease request must be a JSON object, not {_kind(data)}."]})
+    return parse_check({k: v for k, v in data.items() if k != "ttl_s"}), parse_ttl(data)
+
+
+def parse_ttl(data: Any) -> int | None:
+    if type(data) is not dict or "ttl_s" not in data:
+        return None
+    ttl = data["ttl_s"]
+    if type(ttl) is not int or not 1 <= ttl <= MAX_LEASE_TTL_S:
+        raise ParseError({"ttl_s": [f"Must be a whole number of seconds from 1 to {MAX_LEASE_TTL_S}."]})
+    return ttl

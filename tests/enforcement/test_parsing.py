@@ -1,0 +1,113 @@
+"""The hot-path request validator: strict types, bounded sizes, every error named by field."""
+
+import pytest
+
+from apps.enforcement.parsing import (
+    MAX_BATCH_ITEMS,
+    BatchTooLarge,
+    CheckRequest,
+    ParseError,
+    parse_batch,
+    parse_check,
+    parse_lease,
+)
+
+VALID = {"customer": "acct-1", "operation": "PutRecords"}
+
+
+def errors_for(data) -> dict:
+    with pytest.raises(ParseError) as caught:
+        parse_check(data)
+    return caught.value.fields
+
+
+def test_a_minimal_check_gets_its_defaults() -> None:
+    assert parse_check(VALID) == CheckRequest(customer="acct-1", operation="PutRecords")
+
+
+def test_every_field_is_read() -> None:
+    request = parse_check(
+        {**VALID, "resource": "shard-1", "attributes": {"ScalingType": "Uniform"}, "costs": {"records": 5},
+         "ip": "2001:DB8::1", "request_id": "r-1", "dry_run": True}
+    )  # fmt: skip
+
+    assert request.resource == "shard-1"
+    assert request.attributes == {"ScalingType": "Uniform"}
+    assert request.costs == {"records": 5}
+    assert request.ip == "2001:db8::1"
+    assert (request.request_id, request.dry_run) == ("r-1", True)
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "fragment"),
+    [
+        ({"operation": "Op"}, "customer", "required"),
+        ({**VALID, "customer": ""}, "customer", "empty"),
+        ({**VALID, "customer": 42}, "customer", "string"),
+        ({**VALID, "customer": "x" * 201}, "customer", "At most 200"),
+        ({**VALID, "operation": ["Op"]}, "operation", "string"),
+        ({**VALID, "resource": "r" * 201}, "resource", "At most 200"),
+        ({**VALID, "costs": {"records": -1}}, "costs", "whole number"),
+        ({**VALID, "costs": {"records": 1.5}}, "costs", "whole number"),
+        ({**VALID, "costs": {"records": True}}, "costs", "whole number"),
+        ({**VALID, "costs": {"records": 2**53}}, "costs", "whole number"),
+        ({**VALID, "costs": {"bad unit": 1}}, "costs", "unit name"),
+        ({**VALID, "costs": [1]}, "costs", "object"),
+        ({**VALID, "attributes": {"a": 1}}, "attributes", "string"),
+        ({**VALID, "attributes": {"bad name": "x"}}, "attributes", "attribute name"),
+        ({**VALID, "attributes": {f"a{i}": "x" for i in range(33)}}, "attributes", "At most 32"),
+        ({**VALID, "ip": "999.1.1.1"}, "ip", "not an IPv4"),
+        ({**VALID, "ip": 17}, "ip", "IPv4 or IPv6"),
+        ({**VALID, "request_id": "r" * 129}, "request_id", "At most 128"),
+        ({**VALID, "dry_run": "yes"}, "dry_run", "true or false"),
+        ({**VALID, "surprise": 1}, "non_field_errors", "Unknown field(s): surprise"),
+        ([VALID], "non_field_errors", "JSON object"),
+    ],
+)
+def test_bad_input_is_refused_with_a_message_on_its_field(data, field, fragment) -> None:
+    assert fragment in " ".join(errors_for(data)[field])
+
+
+def test_all_problems_are_reported_at_once() -> None:
+    assert set(errors_for({"customer": 1, "costs": {"x": -1}})) == {"customer", "operation", "costs"}
+
+
+def test_a_batch_returns_its_items_in_order_and_its_mode() -> None:
+    items, mode = parse_batch({"items": [VALID, {**VALID, "customer": "acct-2"}], "mode": "atomic"})
+
+    assert [item.customer for item in items] == ["acct-1", "acct-2"]
+    assert mode == "atomic"
+
+
+def test_a_batch_names_the_bad_item_by_its_index() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_batch({"items": [VALID, {**VALID, "costs": {"records": -5}}]})
+
+    assert list(caught.value.fields["items"]) == ["1"]
+    assert "costs" in caught.value.fields["items"]["1"]
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [({"items": []}, "items"), ({"items": "x"}, "items"), ({"items": [VALID], "mode": "some"}, "mode")],
+)
+def test_a_bad_batch_is_refused_on_its_field(data, field) -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_batch(data)
+    assert field in caught.value.fields
+
+
+def test_a_batch_over_the_size_limit_is_refused_as_too_large() -> None:
+    with pytest.raises(BatchTooLarge, match="at most 1000"):
+        parse_batch({"items": [VALID] * (MAX_BATCH_ITEMS + 1)})
+
+
+@pytest.mark.parametrize("field", ["resource", "attributes", "costs", "ip", "request_id", "dry_run"])
+def test_a_null_optional_field_is_refused_not_defaulted(field) -> None:
+    assert "null" in errors_for({**VALID, field: None})[field][0]
+
+
+def test_a_null_lease_ttl_is_refused() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_lease({**VALID, "ttl_s": None})
+    assert "ttl_s" in caught.value.fields
