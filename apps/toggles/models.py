@@ -1,0 +1,25 @@
+from django.db import models
+
+from apps.common.models import TimeStampedModel
+from apps.common.validators import validate_name
+
+
+class ToggleSource(models.TextChoices):
+    ADMIN = "admin", "admin"
+    EXTERNAL = "external", "external source"
+
+
+class FeatureToggle(TimeStampedModel):
+    """A named on/off switch with an optional JSON payload, edited in the admin or refreshed from outside."""
+
+    name = models.CharField(max_length=100, unique=True, validators=[validate_name])
+    enabled = models.BooleanField(default=False)
+    payload = models.JSONField(null=True, blank=True)
+    description = models.TextField(blank=True)
+    source = models.CharField(max_length=10, choices=ToggleSource.choices, default=ToggleSource.ADMIN)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'on' if self.enabled else 'off'})"

@@ -1,0 +1,239 @@
+"""Reading the external toggles document: a local file, or an HTTPS URL behind an SSRF guard.
+
+The URL is fetched with the standard library's http.client (urllib's transport) rather than
+urllib.request's opener, because the opener would follow redirects, honour proxy variables and
+resolve the host a second time when it connects. Here the guard sits in the connection itself:
+the host is resolved once, every address it resolves to is checked, and the socket connects only
+to the addresses that were checked, so a DNS answer that changes between check and connect
+(DNS rebinding) cannot slip a private address through. Redirects are never followed.
+
+Plain http:// is accepted only together with QUOTA_TOGGLES_ALLOW_PRIVATE (local tests and
+development): the document decides who is limited, so in production it travels over TLS.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import socket
+import ssl
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+MAX_BODY_BYTES = 1024 * 1024
+READ_CHUNK_BYTES = 64 * 1024
+USER_AGENT = "quota-platform-toggles-refresh/1"
+NAT64_PREFIX = ipaddress.IPv6Network("64:ff9b::/96")
+ALLOW_PRIVATE_HINT = "set QUOTA_TOGGLES_ALLOW_PRIVATE=true only for a source on a trusted local network"
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class SourceUnavailable(Exception):
+    """The source could not be read; the message says why in words (it goes into the report)."""
+
+
+class SourceRefused(SourceUnavailable):
+    """The source was refused before any connection was made (scheme, address, redirect)."""
+
+
+def source_is_url(source: str) -> bool:
+    return "://" in source
+
+
+def source_label(source: str) -> str:
+    """The source as it may be logged: a URL loses its query string and credentials (tokens live there)."""
+    if not source_is_url(source):
+        return source
+    parts = urlsplit(source)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def address_refusal(address: IPAddress) -> str | None:
+    """Why a source at `address` is refused (loopback, link-local, private, ...), or None for a public address.
+
+    IPv6 forms that carry an IPv4 address (mapped, NAT64, 6to4, Teredo) are judged by that address too.
+    """
+    if embedded := _embedded_ipv4(address):
+        reason = address_refusal(embedded)
+        return f"{reason} ({embedded} inside {address})" if reason else None
+    checks = (
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("unspecified", address.is_unspecified),
+        ("multicast", address.is_multicast),
+        ("reserved", address.is_reserved),
+        ("private", address.is_private),
+        ("not publicly routable", not address.is_global),
+    )
+    return next((reason for reason, matches in checks if matches), None)
+
+
+def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if address.ipv4_mapped:
+        return address.ipv4_mapped
+    if address in NAT64_PREFIX:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.sixtofour:
+        return address.sixtofour
+    if address.teredo:
+        return address.teredo[1]  # the client's address; the server part is public by construction
+    return None
+
+
+def source_fetch(source: str, *, timeout_s: float, allow_private: bool, max_bytes: int = MAX_BODY_BYTES) -> bytes:
+    """The bytes of the document at `source` (a file path or a URL), at most `max_bytes` of them.
+
+    Raises SourceRefused before connecting when the URL is not allowed, SourceUnavailable when the
+    source cannot be read (missing file, unreachable host, timeout, HTTP error, too large).
+    """
+    if source_is_url(source):
+        return _fetch_url(source, timeout_s=timeout_s, allow_private=allow_private, max_bytes=max_bytes)
+    return file_read_capped(Path(source), max_bytes=max_bytes)
+
+
+def file_read_capped(path: Path, *, max_bytes: int = MAX_BODY_BYTES) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            body = handle.read(max_bytes + 1)
+    except OSError as error:
+        raise SourceUnavailable(f"cannot read {path}: {error.strerror or error}") from None
+    if len(body) > max_bytes:
+        raise SourceUnavailable(f"{path} is larger than the {_size_text(max_bytes)} a toggles document may have")
+    return body
+
+
+def _fetch_url(url: str, *, timeout_s: float, allow_private: bool, max_bytes: int) -> bytes:
+    connection = _connection_for(url, timeout_s=timeout_s, allow_private=allow_private)
+    parts = urlsplit(url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    label = source_label(url)
+    try:
+        connection.request("GET", target, headers={"Accept": "application/json", "User-Agent": USER_AGENT})
+        response = connection.getresponse()
+        _check_status(response, label)
+        return _read_capped(response, label, max_bytes=max_bytes, deadline=time.monotonic() + timeout_s)
+    except TimeoutError:
+        raise SourceUnavailable(f"{label} did not answer within {timeout_s:g} s") from None
+    except ssl.SSLError as error:
+        raise SourceUnavailable(f"TLS with {label} failed: {error.reason or error}") from None
+    except (OSError, http.client.HTTPException) as error:
+        raise SourceUnavailable(f"cannot reach {label}: {_error_text(error)}") from None
+    finally:
+        connection.close()
+
+
+def _connection_for(url: str, *, timeout_s: float, allow_private: bool) -> http.client.HTTPConnection:
+    parts = urlsplit(url)
+    label = source_label(url)
+    if parts.scheme not in ("https", "http"):
+        raise SourceRefused(f"{label}: only https:// URLs (or a file path) can be a toggles source")
+    if parts.scheme == "http" and not allow_private:
+        raise SourceRefused(f"{label}: plain http:// is refused; use https:// ({ALLOW_PRIVATE_HINT})")
+    if not parts.hostname:
+        raise SourceRefused(f"{label}: the URL names no host")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise SourceRefused(f"{label}: the port is not a number from 1 to 65535")
+    https = parts.scheme == "https"
+    connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
+    # The port is always given: http.client would otherwise read the last group of a bare IPv6 host as one.
+    default_port = http.client.HTTPS_PORT if https else http.client.HTTP_PORT
+    connection = connection_class(parts.hostname, port or default_port, timeout=timeout_s)
+    connection._create_connection = _guarded_connector(allow_private=allow_private)  # type: ignore[attr-defined]
+    return connection
+
+
+def _guarded_connector(*, allow_private: bool) -> Any:
+    """A replacement for socket.create_connection that connects only to addresses it has checked."""
+
+    def connect(address: tuple[str, int], timeout: float, source_address: Any = None) -> socket.socket:
+        host, port = address
+        resolved = _resolve(host, port)
+        if not allow_private:
+            for *_, sockaddr in resolved:
+                ip = ipaddress.ip_address(sockaddr[0].split("%", 1)[0])
+                if reason := address_refusal(ip):
+                    raise SourceRefused(f"{host} resolves to {ip}, a {reason} address; refused ({ALLOW_PRIVATE_HINT})")
+        return _connect_first(resolved, timeout)
+
+    return connect
+
+
+def _resolve(host: str, port: int) -> list[Any]:
+    try:
+        resolved = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise SourceUnavailable(f"cannot resolve {host}: {error.strerror or error}") from None
+    if not resolved:
+        raise SourceUnavailable(f"{host} resolves to no address")
+    return resolved
+
+
+def _connect_first(resolved: list[Any], timeout: float) -> socket.socket:
+    last_error: OSError | None = None
+    for family, kind, protocol, _, sockaddr in resolved:
+        sock = socket.socket(family, kind, protocol)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(sockaddr)
+        except OSError as error:
+            sock.close()
+            last_error = error
+            continue
+        return sock
+    raise last_error or SourceUnavailable("no address to connect to")
+
+
+def _check_status(response: http.client.HTTPResponse, label: str) -> None:
+    if 300 <= response.status < 400:
+        where = response.getheader("Location") or "nowhere"
+        raise SourceRefused(
+            f"{label} answered HTTP {response.status} (redirect to {where}); redirects are not followed"
+        )
+    if response.status != http.client.OK:
+        raise SourceUnavailable(f"{label} answered HTTP {response.status} {response.reason}".rstrip())
+
+
+def _read_capped(response: http.client.HTTPResponse, label: str, *, max_bytes: int, deadline: float) -> bytes:
+    too_large = f"{label} sent more than the {_size_text(max_bytes)} a toggles document may have"
+    declared = response.getheader("Content-Length")
+    if declared and declared.isdigit() and int(declared) > max_bytes:
+        raise SourceUnavailable(too_large)
+    chunks: list[bytes] = []
+    received = 0
+    while chunk := response.read1(READ_CHUNK_BYTES):
+        received += len(chunk)
+        if received > max_bytes:
+            raise SourceUnavailable(too_large)
+        if time.monotonic() > deadline:
+            # The socket timeout bounds each read; this bounds a server that drips bytes slowly.
+            raise TimeoutError
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _error_text(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror.lower()
+    return str(error) or type(error).__name__
+
+
+def _size_text(size: int) -> str:
+    if size % (1024 * 1024) == 0:
+        return f"{size // (1024 * 1024)} MiB"
+    return f"{size} bytes"

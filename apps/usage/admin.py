@@ -1,0 +1,66 @@
+"""Read-only admin for the usage tables, tuned for tables too big to count.
+
+Charts and the per-customer usage page come later; these lists are for looking rows up.
+"""
+
+from django.contrib import admin
+from django.core.paginator import Paginator
+from django.db import connections
+from django.db.models import Model
+from django.http import HttpRequest
+from django.utils.functional import cached_property
+
+from apps.usage.models import UsageDay, UsageHour, UsageMinute
+
+# Counting stops here: above it the changelist shows the planner's estimate (or this number).
+COUNT_CAP = 10_000
+
+
+class CappedCountPaginator(Paginator):
+    """Never runs COUNT(*) over a whole table (healthchecks' PingsAdmin idea).
+
+    It counts at most COUNT_CAP + 1 rows. Beyond that the total is PostgreSQL's row estimate for
+    an unfiltered list, and COUNT_CAP for a filtered one, so the last pages may be approximate.
+    """
+
+    @cached_property
+    def count(self) -> int:
+        counted = self.object_list[: COUNT_CAP + 1].count()
+        if counted <= COUNT_CAP:
+            return counted
+        return max(COUNT_CAP, self._table_estimate())
+
+    def _table_estimate(self) -> int:
+        query = self.object_list.query
+        connection = connections[self.object_list.db]
+        if query.where or connection.vendor != "postgresql":
+            return 0
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [query.model._meta.db_table])
+            row = cursor.fetchone()
+        return int(row[0]) if row else 0
+
+
+class UsageAdmin(admin.ModelAdmin):
+    list_display = ("bucket", "customer", "operation", "allowed", "denied", "shadow_denied", "costs")
+    list_filter = (("bucket", admin.DateFieldListFilter),)
+    # Exact matches only: they use the (customer, operation, bucket) index; icontains would scan.
+    search_fields = ("customer__exact", "operation__exact")
+    search_help_text = "An exact customer id or operation name."
+    paginator = CappedCountPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+
+admin.site.register(UsageMinute, UsageAdmin)
+admin.site.register(UsageHour, UsageAdmin)
+admin.site.register(UsageDay, UsageAdmin)

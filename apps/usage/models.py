@@ -1,0 +1,79 @@
+from django.db import models
+
+
+class UsageBucket(models.Model):
+    """Abstract: usage of one customer × operation in one time bucket.
+
+    Customers and operations are stored by name, not by foreign key: usage is history and
+    must survive a customer or operation being renamed away or deleted.
+    `costs` holds the admitted cost per unit, e.g. {"requests": 12, "records": 3400}.
+    """
+
+    customer = models.CharField(max_length=200)
+    operation = models.CharField(max_length=100)
+    bucket = models.DateTimeField(help_text="Start of the bucket, UTC.")
+    allowed = models.PositiveBigIntegerField(default=0)
+    denied = models.PositiveBigIntegerField(default=0)
+    shadow_denied = models.PositiveBigIntegerField(default=0)
+    costs = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-bucket", "customer", "operation"]
+
+    def __str__(self) -> str:
+        return f"{self.customer} {self.operation} @ {self.bucket:%Y-%m-%d %H:%M}"
+
+
+class UsageMinute(UsageBucket):
+    """Usage per minute, flushed from Redis; kept for the minute retention."""
+
+    class Meta(UsageBucket.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["customer", "operation", "bucket"], name="usage_minute_unique"),
+        ]
+        indexes = [models.Index(fields=["bucket"], name="usage_minute_bucket")]
+
+
+class UsageHour(UsageBucket):
+    """Usage per hour, rolled up from minutes."""
+
+    class Meta(UsageBucket.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["customer", "operation", "bucket"], name="usage_hour_unique"),
+        ]
+        indexes = [models.Index(fields=["bucket"], name="usage_hour_bucket")]
+
+
+class UsageDay(UsageBucket):
+    """Usage per UTC day, rolled up from hours; kept forever by default."""
+
+    class Meta(UsageBucket.Meta):
+        constraints = [
+            models.UniqueConstraint(fields=["customer", "operation", "bucket"], name="usage_day_unique"),
+        ]
+        indexes = [models.Index(fields=["bucket"], name="usage_day_bucket")]
+
+
+class FlushedMinute(models.Model):
+    """The claim that one UTC minute of usage was moved from the counter store into UsageMinute.
+
+    The flush inserts it in the same transaction as the minute's rows, so a minute is added at most
+    once: a second flush of the same minute (a concurrent run, or a retry after a crash between commit
+    and the store's discard) finds the claim and only discards. `rolled_up` turns true once the hours
+    and days the minute falls in have been recomputed. Claims outlive the store's usage TTL, then are purged.
+    """
+
+    minute = models.BigIntegerField(unique=True, help_text="epoch_ms // 60000 (UTC).")
+    rows = models.PositiveIntegerField(default=0, help_text="Customer x operation rows added.")
+    flushed_at = models.DateTimeField(auto_now_add=True)
+    rolled_up = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-minute"]
+        indexes = [
+            models.Index(fields=["minute"], condition=models.Q(rolled_up=False), name="flushed_minute_pending"),
+        ]
+
+    def __str__(self) -> str:
+        return f"minute {self.minute}: {self.rows} rows{'' if self.rolled_up else ' (not rolled up)'}"

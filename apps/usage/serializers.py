@@ -1,0 +1,123 @@
+"""The usage API's query parameters and response, as DRF serializers (they also document /api/schema/)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import json
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.enforcement import parsing
+from apps.usage.selectors import MAX_RANGE, USAGE_TABLES, Position
+
+OFFSET_HINT = (
+    "Use ISO 8601 with an offset, e.g. 2026-01-01T00:00:00Z or 2026-01-01T02:00:00%2B02:00 (+ is %2B in a URL)."
+)
+
+
+NOT_A_CURSOR = "Not a cursor this API gave out."
+
+
+class OffsetDateTimeField(serializers.DateTimeField):
+    """An ISO 8601 instant that states its offset (a bare local time is ambiguous); returned in UTC."""
+
+    def to_internal_value(self, value: Any) -> dt.datetime:
+        if not isinstance(value, str):
+            raise serializers.ValidationError(OFFSET_HINT)
+        try:
+            parsed = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise serializers.ValidationError(OFFSET_HINT) from None
+        if parsed.utcoffset() is None:
+            raise serializers.ValidationError(f"The offset is missing. {OFFSET_HINT}")
+        try:
+            return parsed.astimezone(dt.UTC)
+        except OverflowError:
+            raise serializers.ValidationError("This instant is out of range.") from None
+
+
+def cursor_encode(position: Position) -> str:
+    """The opaque `next` token of a page: where the following page starts."""
+    raw = json.dumps([position.bucket.isoformat(), position.customer, position.operation])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def cursor_decode(token: str) -> Position:
+    try:
+        bucket, customer, operation = json.loads(base64.urlsafe_b64decode(token.encode() + b"==").decode())
+        position = Position(dt.datetime.fromisoformat(bucket), customer, operation)
+    except (ValueError, TypeError, UnicodeError, RecursionError, binascii.Error):
+        raise serializers.ValidationError(NOT_A_CURSOR) from None
+    if not (_plain_text(customer) and _plain_text(operation)) or position.bucket.utcoffset() is None:
+        raise serializers.ValidationError(NOT_A_CURSOR)
+    return position
+
+
+def _plain_text(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" not in value and len(value) <= parsing.MAX_CUSTOMER_LENGTH
+
+
+def _renamed_from(fields: dict[str, Any]) -> dict[str, Any]:
+    # `from` is a Python keyword, so the field is declared as from_ and renamed here.
+    return {("from" if name == "from_" else name): field for name, field in fields.items()}
+
+
+class UsageQuerySerializer(serializers.Serializer):
+    customer = serializers.CharField(
+        max_length=parsing.MAX_CUSTOMER_LENGTH,
+        required=False,
+        help_text="Required for a key bound to a customer.",
+    )
+    operation = serializers.CharField(max_length=parsing.MAX_OPERATION_LENGTH, required=False, allow_blank=True)
+    from_ = OffsetDateTimeField(help_text="Start (inclusive): ISO 8601 with an offset.")
+    to = OffsetDateTimeField(help_text="End (exclusive): ISO 8601 with an offset, after `from`.")
+    granularity = serializers.ChoiceField(
+        choices=list(USAGE_TABLES),
+        default="hour",
+        help_text="At most 7 days of minutes and 400 days of hours per request; days without limit.",
+    )
+    format = serializers.ChoiceField(choices=["json", "csv"], default="json", help_text="csv streams every row.")
+    cursor = serializers.CharField(
+        required=False, allow_blank=True, max_length=2000, help_text="The `next` token of the previous JSON page."
+    )
+
+    def get_fields(self) -> dict[str, Any]:
+        return _renamed_from(super().get_fields())
+
+    def validate_cursor(self, value: str) -> Position | None:
+        return cursor_decode(value) if value else None
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        start, end, granularity = attrs["from"], attrs["to"], attrs["granularity"]
+        if end <= start:
+            raise serializers.ValidationError({"to": ["Must be after `from`."]})
+        cap = MAX_RANGE[granularity]
+        if cap is not None and end - start > cap:
+            raise serializers.ValidationError(
+                {"to": [f"At most {cap.days} days of {granularity} rows per request: narrow the range."]}
+            )
+        return attrs
+
+
+class UsageRowSerializer(serializers.Serializer):
+    customer = serializers.CharField()
+    operation = serializers.CharField()
+    bucket = serializers.DateTimeField(help_text="Start of the bucket, UTC.")
+    allowed = serializers.IntegerField(min_value=0)
+    denied = serializers.IntegerField(min_value=0)
+    shadow_denied = serializers.IntegerField(min_value=0)
+    costs = serializers.DictField(child=serializers.IntegerField(min_value=0), help_text="Admitted cost per unit.")
+
+
+class UsageListSerializer(serializers.Serializer):
+    granularity = serializers.ChoiceField(choices=list(USAGE_TABLES))
+    from_ = serializers.DateTimeField()
+    to = serializers.DateTimeField()
+    rows = UsageRowSerializer(many=True)
+    next = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page; null on the last.")
+
+    def get_fields(self) -> dict[str, Any]:
+        return _renamed_from(super().get_fields())

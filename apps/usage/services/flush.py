@@ -1,0 +1,154 @@
+"""Moving completed minutes of usage from the counter store into UsageMinute, exactly once.
+
+Per minute, in this order:
+  1. read the minute's rows from the store;
+  2. in one transaction: insert the minute's FlushedMinute claim (unique), then add the rows into
+     UsageMinute (added to any row already there, costs per unit);
+  3. commit; 4. tell the store to discard the minute.
+A crash before 3 rolls everything back and the minute stays in the store for the next run. A crash
+between 3 and 4 leaves a committed claim: the next run sees it and only discards. Two runs at once
+both try to insert the claim; the unique constraint lets one commit and rolls the other back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from apps.engine import Store
+from apps.engine.store.base import UsageRow
+from apps.usage.models import FlushedMinute, UsageBucket, UsageMinute
+
+logger = logging.getLogger(__name__)
+
+MINUTE_MS = 60_000
+# Minutes this close to now are left in the store: the current minute is still being counted, and
+# this host's clock may run ahead of the store's (checks count usage in the minute of Redis server
+# time). A count written into a minute after its flush would be discarded with it, so the margin must
+# exceed any skew between the two clocks.
+SAFETY_MARGIN_MINUTES = 1
+COUNTERS = ("allowed", "denied", "shadow_denied")
+
+Checkpoint = Callable[[str, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class FlushReport:
+    minutes: int = 0
+    rows: int = 0
+    already_flushed: int = 0
+    lost_race: int = 0
+
+    @property
+    def summary(self) -> str:
+        return (
+            f"flushed {self.minutes} minutes, {self.rows} rows; {self.already_flushed} already flushed"
+            f" (discarded only), {self.lost_race} taken by another run at the same time"
+        )
+
+
+def _no_checkpoint(step: str, minute: int) -> None:
+    return None
+
+
+def minute_start(minute: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(minute * 60, tz=dt.UTC)
+
+
+def usage_flush(*, store: Store, now_ms: int | None = None, checkpoint: Checkpoint = _no_checkpoint) -> FlushReport:
+    """Flush every minute older than the current one minus the safety margin (see the module docstring).
+
+    checkpoint(step, minute) is called after each step ("read", "claimed", "added", "committed",
+    "discarded"); tests make it raise to stand for a worker killed at that point.
+    """
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    horizon = now_ms // MINUTE_MS - SAFETY_MARGIN_MINUTES
+    outcomes = [_flush_minute(store, minute, checkpoint) for minute in store.usage_minutes() if minute < horizon]
+    report = FlushReport(
+        minutes=sum(1 for outcome, _ in outcomes if outcome == "flushed"),
+        rows=sum(rows for _, rows in outcomes),
+        already_flushed=sum(1 for outcome, _ in outcomes if outcome == "already"),
+        lost_race=sum(1 for outcome, _ in outcomes if outcome == "raced"),
+    )
+    logger.info("usage flush: %s", report.summary)
+    return report
+
+
+def _flush_minute(store: Store, minute: int, checkpoint: Checkpoint) -> tuple[str, int]:
+    """("flushed" | "already" | "raced", rows added) for one minute."""
+    if FlushedMinute.objects.filter(minute=minute).exists():
+        # A previous run committed this minute but did not get to discard it.
+        store.usage_discard(minute)
+        checkpoint("discarded", minute)
+        return "already", 0
+    rows = store.usage_rows(minute)
+    checkpoint("read", minute)
+    try:
+        with transaction.atomic():
+            FlushedMinute.objects.create(minute=minute, rows=len(rows))
+            checkpoint("claimed", minute)
+            _add_rows(minute_start(minute), rows)
+            checkpoint("added", minute)
+    except IntegrityError:
+        if not FlushedMinute.objects.filter(minute=minute).exists():
+            raise
+        # Another run claimed the minute while this one was reading it; that run discards it.
+        return "raced", 0
+    checkpoint("committed", minute)
+    store.usage_discard(minute)
+    checkpoint("discarded", minute)
+    return "flushed", len(rows)
+
+
+def _add_rows(bucket: dt.datetime, rows: Iterable[UsageRow]) -> None:
+    """Add `rows` into the minute's UsageMinute rows (inside the caller's transaction).
+
+    The sums are made here, over the rows read FOR UPDATE, and upserted: exact, because the minute's
+    claim keeps every other flush out, and the same on PostgreSQL and SQLite (the embedded default).
+    """
+    merged: dict[tuple[str, str], UsageMinute] = {}
+    for row in rows:
+        incoming = _model_of(bucket, row)
+        held = merged.setdefault((row.customer, row.operation), incoming)
+        if held is not incoming:
+            add_into(held, incoming)
+    if not merged:
+        return
+    for found in UsageMinute.objects.select_for_update().filter(bucket=bucket):
+        target = merged.get((found.customer, found.operation))
+        if target is not None:
+            add_into(target, found)
+    UsageMinute.objects.bulk_create(
+        merged.values(),
+        update_conflicts=True,
+        unique_fields=["customer", "operation", "bucket"],
+        update_fields=[*COUNTERS, "costs"],
+        batch_size=1000,
+    )
+
+
+def _model_of(bucket: dt.datetime, row: UsageRow) -> UsageMinute:
+    return UsageMinute(
+        customer=row.customer,
+        operation=row.operation,
+        bucket=bucket,
+        allowed=row.allowed,
+        denied=row.denied,
+        shadow_denied=row.shadow_denied,
+        costs=dict(row.costs),
+    )
+
+
+def add_into(target: UsageBucket, source: UsageBucket) -> None:
+    """target += source: the counters, and the costs unit by unit."""
+    for name in COUNTERS:
+        setattr(target, name, getattr(target, name) + getattr(source, name))
+    costs = dict(target.costs)
+    for unit, amount in source.costs.items():
+        costs[unit] = costs.get(unit, 0) + amount
+    target.costs = costs

@@ -1,0 +1,87 @@
+"""Rolling minutes up into hours, and hours into days, by recomputation.
+
+A flushed minute's claim (FlushedMinute) stays `rolled_up=False` until a rollup has recomputed the
+hour and the day the minute falls in. Recomputing replaces: an hour's rows are rebuilt from all of its
+minute rows and a day's from all of its hour rows, so running twice changes nothing, and a minute
+flushed late (after its hour was rolled up) is folded in by recomputing that hour again. The current,
+partial hour and day are recomputed too, so hour and day rows trail the minutes by one rollup interval.
+
+Two rollups never interleave: each holds a transaction-scoped lock (a PostgreSQL advisory lock; SQLite
+admits one writer at a time anyway). Without it a rollup that read the minutes before a late flush
+could commit its stale hour after a fresher one and mark the late minute rolled up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+
+from apps.usage.models import FlushedMinute, UsageBucket, UsageDay, UsageHour, UsageMinute
+from apps.usage.services.flush import add_into, minute_start
+
+logger = logging.getLogger(__name__)
+
+# Claims handled per run: a backlog (after an outage) is worked through over several runs.
+ROLLUP_BATCH_MINUTES = 10_000
+# Any constant works; it only has to differ from other advisory locks taken on the same database.
+ROLLUP_LOCK_ID = 0x7573_6167  # "usag"
+UPDATE_CHUNK = 500
+HOUR = dt.timedelta(hours=1)
+DAY = dt.timedelta(days=1)
+
+
+@dataclass(frozen=True, slots=True)
+class RollupReport:
+    minutes: int = 0
+    hours: int = 0
+    days: int = 0
+    pending: int = 0
+
+    @property
+    def summary(self) -> str:
+        return (
+            f"rolled up {self.minutes} flushed minutes into {self.hours} hours and {self.days} days;"
+            f" {self.pending} minutes left for the next run"
+        )
+
+
+@transaction.atomic
+def usage_rollup(*, batch_minutes: int = ROLLUP_BATCH_MINUTES) -> RollupReport:
+    _lock()
+    claims = FlushedMinute.objects.filter(rolled_up=False).order_by("minute")
+    minutes = list(claims.values_list("minute", flat=True)[:batch_minutes])
+    hours = sorted({minute_start(minute).replace(minute=0) for minute in minutes})
+    for hour in hours:
+        _recompute(UsageHour, UsageMinute, hour, hour + HOUR)
+    days = sorted({hour.replace(hour=0) for hour in hours})
+    for day in days:
+        _recompute(UsageDay, UsageHour, day, day + DAY)
+    for start in range(0, len(minutes), UPDATE_CHUNK):
+        FlushedMinute.objects.filter(minute__in=minutes[start : start + UPDATE_CHUNK]).update(rolled_up=True)
+    report = RollupReport(minutes=len(minutes), hours=len(hours), days=len(days), pending=claims.count())
+    logger.info("usage rollup: %s", report.summary)
+    return report
+
+
+def _lock() -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ROLLUP_LOCK_ID])
+
+
+def _recompute(target: type[UsageBucket], source: type[UsageBucket], start: dt.datetime, end: dt.datetime) -> None:
+    """Replace target's rows of the bucket starting at `start` by the sums of source's rows in [start, end)."""
+    totals: dict[tuple[str, str], UsageBucket] = {}
+    for row in source.objects.filter(bucket__gte=start, bucket__lt=end).order_by().iterator(chunk_size=2000):
+        total = totals.get((row.customer, row.operation))
+        if total is None:
+            totals[(row.customer, row.operation)] = target(
+                customer=row.customer, operation=row.operation, bucket=start, costs={}
+            )
+            total = totals[(row.customer, row.operation)]
+        add_into(total, row)
+    target.objects.filter(bucket=start).delete()
+    target.objects.bulk_create(totals.values(), batch_size=1000)

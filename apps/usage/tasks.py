@@ -1,0 +1,37 @@
+"""Celery tasks for the usage beat jobs: thin, each runs one job of apps.ops.jobs and owns its retries.
+
+Every job is idempotent (the flush claims each minute, the rollup recomputes, the purge deletes by
+age), so a retry, a duplicate delivery or a run killed at its time limit is harmless.
+"""
+
+from typing import Any
+
+from celery import shared_task
+from django.db import DatabaseError
+from redis.exceptions import RedisError
+
+from apps.ops.jobs import job_run
+
+# PostgreSQL or Redis briefly away: retry after 1, 2, 4 … s (jittered), then leave it to the next run.
+RETRIES: dict[str, Any] = {
+    "autoretry_for": (DatabaseError, RedisError),
+    "retry_backoff": True,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": 3,
+}
+
+
+@shared_task(**RETRIES, soft_time_limit=45, time_limit=55)
+def usage_flush_task() -> dict[str, Any]:
+    return job_run("flush_usage")
+
+
+@shared_task(**RETRIES, soft_time_limit=240, time_limit=270)
+def usage_rollup_task() -> dict[str, Any]:
+    return job_run("rollup_usage")
+
+
+@shared_task(**{**RETRIES, "max_retries": 5, "retry_backoff_max": 600}, soft_time_limit=1800, time_limit=1900)
+def usage_purge_task() -> dict[str, Any]:
+    return job_run("purge_expired")

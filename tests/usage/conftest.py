@@ -1,0 +1,10 @@
+"""Usage tests share the decision API's fixtures: a RedisStore with this test's key prefix and a ManualClock."""
+
+from tests.enforcement.conftest import (  # noqa: F401 - fixtures, found by pytest by name
+    _forgive_bad_keys,
+    api,
+    clock,
+    customer_key,
+    engine,
+    service_key,
+)

@@ -1,0 +1,117 @@
+"""usage_rollup: hours and days are recomputed from what lies below them, so reruns and late minutes are safe."""
+
+import datetime as dt
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+
+from apps.usage.models import FlushedMinute, UsageDay, UsageHour
+from apps.usage.services import usage_rollup
+from apps.usage.services.rollup import ROLLUP_LOCK_ID, RollupReport, _lock
+from tests.usage.factories import flushed
+
+pytestmark = pytest.mark.django_db
+
+T = dt.datetime(2026, 3, 4, 10, 0, tzinfo=dt.UTC)
+
+
+def rows(model):
+    found = model.objects.order_by("bucket", "customer", "operation")
+    return [(r.customer, r.operation, r.bucket, r.allowed, r.denied, r.shadow_denied, r.costs) for r in found]
+
+
+@pytest.fixture
+def a_morning():
+    """acct-1 in two minutes of 10:00 and one of 11:00; acct-2 once at 10:00 on another operation."""
+    flushed(T + dt.timedelta(minutes=1), customer="acct-1", allowed=3, denied=1, shadow_denied=0, costs={"records": 30})
+    flushed(T + dt.timedelta(minutes=59), customer="acct-1", allowed=2, denied=0, shadow_denied=1, costs={"bytes": 9})
+    flushed(T + dt.timedelta(minutes=1), customer="acct-2", operation="GetRecords", allowed=1, denied=0, costs={})
+    flushed(T + dt.timedelta(hours=1), customer="acct-1", allowed=4, denied=4, shadow_denied=0, costs={"records": 1})
+
+
+def test_minutes_roll_up_into_their_hours_and_hours_into_their_day(a_morning) -> None:
+    report = usage_rollup()
+
+    assert report == RollupReport(minutes=3, hours=2, days=1, pending=0)
+    assert rows(UsageHour) == [
+        ("acct-1", "PutRecords", T, 5, 1, 1, {"records": 30, "bytes": 9}),
+        ("acct-2", "GetRecords", T, 1, 0, 0, {}),
+        ("acct-1", "PutRecords", T + dt.timedelta(hours=1), 4, 4, 0, {"records": 1}),
+    ]
+    day = T.replace(hour=0)
+    assert rows(UsageDay) == [
+        ("acct-1", "PutRecords", day, 9, 5, 1, {"records": 31, "bytes": 9}),
+        ("acct-2", "GetRecords", day, 1, 0, 0, {}),
+    ]
+    assert not FlushedMinute.objects.filter(rolled_up=False).exists()
+
+
+def test_running_the_rollup_again_changes_nothing(a_morning) -> None:
+    usage_rollup()
+    hours, days = rows(UsageHour), rows(UsageDay)
+    FlushedMinute.objects.update(rolled_up=False)  # as if the first run's marks were lost
+
+    usage_rollup()
+
+    assert (rows(UsageHour), rows(UsageDay)) == (hours, days)
+
+
+def test_a_minute_flushed_after_its_hour_was_rolled_up_is_folded_in_once(a_morning) -> None:
+    usage_rollup()
+
+    flushed(
+        T + dt.timedelta(minutes=30), customer="acct-1", allowed=10, denied=0, shadow_denied=0, costs={"records": 5}
+    )
+    report = usage_rollup()
+
+    assert (report.minutes, report.hours, report.days) == (1, 1, 1)
+    assert rows(UsageHour)[0] == ("acct-1", "PutRecords", T, 15, 1, 1, {"records": 35, "bytes": 9})
+    assert rows(UsageDay)[0] == ("acct-1", "PutRecords", T.replace(hour=0), 19, 5, 1, {"records": 36, "bytes": 9})
+
+
+def test_a_backlog_bigger_than_one_batch_is_finished_by_the_next_runs(a_morning) -> None:
+    first = usage_rollup(batch_minutes=2)
+
+    assert (first.minutes, first.pending) == (2, 1)
+    assert usage_rollup(batch_minutes=2) == RollupReport(minutes=1, hours=1, days=1, pending=0)
+    assert rows(UsageDay)[0][3] == 9
+
+
+def test_with_nothing_flushed_the_rollup_does_nothing() -> None:
+    assert usage_rollup() == RollupReport()
+    assert "rolled up 0 flushed minutes" in RollupReport().summary
+
+
+def someone_waits_for_the_rollup_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = %s",
+            [ROLLUP_LOCK_ID],
+        )
+        return cursor.fetchone()[0] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_rollup_waits_until_the_first_has_committed(a_morning) -> None:
+    reports = []
+
+    def second_rollup():
+        try:
+            reports.append(usage_rollup())
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=second_rollup)
+    with transaction.atomic():
+        _lock()  # the first rollup, still running
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not someone_waits_for_the_rollup_lock() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert someone_waits_for_the_rollup_lock()
+        assert reports == []
+    thread.join(timeout=10)
+
+    assert [report.minutes for report in reports] == [3]
