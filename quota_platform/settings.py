@@ -61,6 +61,8 @@ INSTALLED_APPS = [
     "apps.usage",
     "apps.toggles",
     "apps.ops",
+    "apps.reports",
+    "apps.history",
 ]
 
 MIDDLEWARE = [

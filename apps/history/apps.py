@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class HistoryConfig(AppConfig):
+    name = "apps.history"
+    verbose_name = "Change history"

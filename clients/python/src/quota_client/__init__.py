@@ -1,0 +1,1 @@
+"""Quota Platform client SDK (no Django)."""
