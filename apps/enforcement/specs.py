@@ -21,7 +21,15 @@ def limit_spec_of(config: LimitConfig) -> LimitSpec:
         unit=config.unit,
         key_by=config.key_by,
         shadow=config.mode == Mode.SHADOW,
+        seedable=seedable(config),
     )
+
+
+def seedable(config: LimitConfig) -> bool:
+    """Can usage recorded per customer and operation rebuild this limit's counter? (seeding.py)"""
+    windowed = config.algorithm == "calendar" or (config.algorithm == "fixed_window" and (config.period_s or 0) >= 60)
+    keyed = config.key_by == ("customer",) or (config.key_by == () and config.plan is None)
+    return windowed and keyed and not config.match and config.mode == Mode.ENFORCE
 
 
 def window_seconds(config: LimitConfig) -> int:

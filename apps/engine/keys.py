@@ -166,6 +166,10 @@ class KeyLayout:
         """The usage hash of one customer x operation x UTC minute (minute = epoch_ms // 60000)."""
         return f"{self.prefix}:u:{{c={enc(customer)}}}:{enc(operation)}:{minute}"
 
+    def epoch_key(self) -> str:
+        """Set by the first check that finds it missing: its absence means Redis lost its data."""
+        return f"{self.prefix}:epoch"
+
     def usage_index_key(self, minute: int) -> str:
         """The set listing the usage keys written during `minute`."""
         return f"{self.prefix}:ui:{minute}"

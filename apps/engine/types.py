@@ -55,6 +55,9 @@ class LimitSpec:
     unit: the cost dimension charged ("requests", "records", "bytes", ...).
     key_by: which of customer / resource / ip / attr:<name> make the counter key; () = global.
     shadow: counted and reported, never rejects (a shadow limit that would reject consumes nothing).
+    seedable: when its counter is missing after a Redis data loss, the store may ask its seeder for the
+        usage already recorded in the window (fixed_window of a minute or longer, and calendar only: the
+        caller vouches that recorded usage of the operation is what this counter counts).
 
     A concurrency limit holds leases: lease_acquire takes one slot; in a plain check it only looks
     (admits while a slot is free) and takes nothing.
@@ -69,6 +72,7 @@ class LimitSpec:
     unit: str = REQUESTS
     key_by: tuple[str, ...] = ()
     shadow: bool = False
+    seedable: bool = False
 
     def __post_init__(self) -> None:
         _require(isinstance(self.name, str) and self.name != "", "a limit needs a name")
@@ -81,6 +85,11 @@ class LimitSpec:
             _require(known, f"limit {self.name!r}: cannot key by {entry!r}")
         _require(len(set(self.key_by)) == len(self.key_by), f"limit {self.name!r}: key_by repeats an entry")
         self._check_period()
+        windowed = self.algorithm == CALENDAR or (self.algorithm == FIXED_WINDOW and self.period_ms >= 60_000)
+        _require(
+            not self.seedable or windowed,
+            f"limit {self.name!r}: only calendar and fixed windows of a minute or longer can be re-seeded",
+        )
         if self.algorithm in BUCKETS:
             self._check_bucket()
         else:
@@ -184,3 +193,14 @@ class Decision:
     retry_after_ms: int | None
     limits: tuple[LimitResult, ...]
     replayed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SeedRequest:
+    """A counter missing after a Redis data loss: how much of `spec` did `item`'s key use in the window
+    [window_start_ms, now_ms)? Answered by the store's seeder from durable usage (see RedisStore)."""
+
+    spec: LimitSpec
+    item: CheckItem
+    window_start_ms: int
+    now_ms: int

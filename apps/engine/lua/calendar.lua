@@ -4,7 +4,7 @@
 ALG.cal = {}
 
 function ALG.cal.load(lim, now)
-  return window_load(lim.key, lim.ws)
+  return window_load(lim, lim.ws)
 end
 
 function ALG.cal.eval(st, lim, now, cost)

@@ -10,15 +10,21 @@
 --           unit names, lease members, descriptors (stored with the decision)
 -- numbers: <definition count> <item count>
 --   then one definition per counter: <algorithm (index in CODES)> <key index> <quantity> <period ms>
---     <capacity> <shadow 0|1> <bound count> <calendar window bound ms>*
+--     <capacity> <shadow 0|1> <seed> <seed window start ms> <bound count> <calendar window bound ms>*
+--     seed: -1 none; -2 seedable: a missing counter whose window began before the epoch key (the last
+--     KEYS entry) was set may have lost usage, so ask; >= 0 the used count of the window starting at
+--     <seed window start ms>, taken when the counter is still missing
 --   then per item: <usage base> <lease member (0 = none)> <descriptor (0 = none)> <idempotency key index
 --     (0 = none)> <dry run 0|1> <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count>
 --     (<definition number> <cost>)*
--- Returns one array per item: {allowed 0|1, retry_after (-1 = never), replayed 0|1,
+-- Returns {{-2, now, <definition number>, <window start ms>, ...}} (and writes nothing but the epoch) when
+-- seedable counters are missing: the caller asks its seeder and calls again with the seeds. Otherwise
+-- one array per item: {allowed 0|1, retry_after (-1 = never), replayed 0|1,
 --   lease expiry ms (0 = none), (over 0|1, remaining, reset ms)*}, or {-1, stored decision} where the
 --   stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10 minutes).
 local IDEMPOTENCY_TTL = 600000     -- by the script's clock, so a test clock and Redis expiry agree
 local USAGE_TTL_MS = 172800000
+local EPOCH_TTL_MS = 604800000     -- when it lapses, a new epoch only costs windows open then a re-seed
 
 local now = read_now(ARGV[1])
 local atomic = ARGV[2] == 'a'
@@ -44,11 +50,12 @@ do
   end
 end
 
-local defs, strings = {}, {}
+local defs, strings, seedable = {}, {}, {}
 local p = 3
 for d = 1, N[1] do
-  local code, key, bounds = CODES[N[p]], N[p + 1], N[p + 6]
-  local lim = {code = code, key = KEYS[key], q = N[p + 2], per = N[p + 3], cap = N[p + 4], shadow = N[p + 5] == 1}
+  local code, key, bounds = CODES[N[p]], N[p + 1], N[p + 8]
+  local lim = {code = code, key = KEYS[key], q = N[p + 2], per = N[p + 3], cap = N[p + 4], shadow = N[p + 5] == 1,
+    seed = N[p + 6], seed_start = N[p + 7]}
   if code == 'sl' then
     lim.key2 = KEYS[key + 1]
     strings[#strings + 1] = lim.key2
@@ -56,12 +63,13 @@ for d = 1, N[1] do
     strings[#strings + 1] = lim.key
   end
   if bounds > 0 then
-    local i, last = p + 7, p + 6 + bounds
+    local i, last = p + 9, p + 8 + bounds
     while i < last - 1 and N[i + 1] <= now do i = i + 1 end
     lim.ws, lim.we = N[i], N[i + 1]
   end
+  if lim.seed ~= -1 then seedable[#seedable + 1] = d end
   defs[d] = lim
-  p = p + 7 + bounds
+  p = p + 9 + bounds
 end
 
 -- An item: strings and flags; its costs and limits stay in N (units at it.u, limit count at N[it.l]).
@@ -76,7 +84,29 @@ for i = 1, N[2] do
   if it.idem > 0 and not it.dry then strings[#strings + 1] = KEYS[it.idem] end
   p = it.l + 1 + 2 * N[it.l]
 end
+local epoch_key = #seedable > 0 and KEYS[#KEYS]
+if epoch_key then strings[#strings + 1] = epoch_key end
 prefetch(strings)
+
+-- After a Redis data loss the epoch key is gone too: it is set again now, and a missing counter of a
+-- window that began before it may have forgotten usage that PostgreSQL still has.
+if epoch_key then
+  local epoch = tonumber(fetch(epoch_key))
+  if not epoch then
+    epoch = now
+    call('SET', epoch_key, itos(now), 'PX', EPOCH_TTL_MS)
+  end
+  local missing = {-2, now}
+  for _, d in ipairs(seedable) do
+    local lim = defs[d]
+    local start = lim.ws or (now - now % lim.per)
+    if lim.seed == -2 and start < epoch and not fetch(lim.key) then
+      missing[#missing + 1] = d
+      missing[#missing + 1] = start
+    end
+  end
+  if #missing > 2 then return {missing} end
+end
 
 -- Every function below is a closure created again on each call: helpers used once are inlined.
 local cache = {}

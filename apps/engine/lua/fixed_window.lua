@@ -3,7 +3,7 @@
 ALG.fw = {}
 
 function ALG.fw.load(lim, now)
-  return window_load(lim.key, now - now % lim.per)
+  return window_load(lim, now - now % lim.per)
 end
 
 function ALG.fw.eval(st, lim, now, cost)

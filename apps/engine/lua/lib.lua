@@ -48,16 +48,19 @@ local function fetch(key)
   return value
 end
 
--- "<window start ms>:<used>", shared by fixed_window.lua and calendar.lua.
-local function window_load(key, start)
+-- "<window start ms>:<used>", shared by fixed_window.lua and calendar.lua. A missing counter takes the
+-- limit's seed for this window (check.lua) and is saved even if nothing is admitted, so it is asked once.
+local function window_load(lim, start)
   local st = {start = start, used = 0}
-  local raw = fetch(key)
+  local raw = fetch(lim.key)
   if raw then
     local stored, used = match(raw, '^(%d+):(%d+)$')
     stored = tonumber(stored)
     if stored >= start then
       st.start, st.used = stored, tonumber(used)
     end
+  elseif lim.seed >= 0 and lim.seed_start == start then
+    st.used, st.dirty = lim.seed, true
   end
   return st
 end

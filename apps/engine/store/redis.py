@@ -4,6 +4,12 @@ The scripts are assembled from apps/engine/lua/ once at import and registered on
 sends EVALSHA; after a Redis restart emptied the script cache (NOSCRIPT), redis-py's Script loads the
 script and retries, once. Time is Redis server time unless a test clock is given.
 
+Re-seeding after a Redis data loss: given a seeder, seedable limits (LimitSpec.seedable) travel with
+seed -2. If Redis lost its data (the epoch key is missing) and such a counter of a window that began
+before the new epoch is missing, the script answers "needs seed" without deciding; the seeder reads the
+usage already recorded (PostgreSQL) and the call is made again with the seeds. That second round trip
+happens once per counter after a loss, never otherwise.
+
 Every number of a call travels in one argument, packed as little-endian doubles (exact: all stay below
 2**53): one struct.unpack in the script costs ~15 ns a number where parsing text cost ~200 ns.
 """
@@ -11,7 +17,7 @@ Every number of a call travels in one argument, packed as little-endian doubles 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from struct import pack
 from typing import Any
@@ -25,7 +31,12 @@ from apps.engine.registry import ALGORITHMS
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Outcome
 from apps.engine.store.plan import ItemPlan, check_mode, lease_ttl_ms, plan_item
-from apps.engine.types import BatchMode, CheckItem, Decision, LimitResult, LimitSpec
+from apps.engine.types import BatchMode, CheckItem, Decision, LimitResult, LimitSpec, SeedRequest
+
+Seeder = Callable[[Sequence[SeedRequest]], Sequence[int]]
+NEEDS_SEED = -2
+UNSEEDED = -1
+MAX_SEED_CALLS = 3
 
 
 def _lua(*names: str) -> str:
@@ -62,10 +73,14 @@ def _text(value: bytes | str) -> str:
 class RedisStore:
     """A Store on Redis. key_prefix: starts every key written; clock: None = Redis server time."""
 
-    def __init__(self, client: redis.Redis, key_prefix: str, clock: Clock | None = None) -> None:
+    def __init__(
+        self, client: redis.Redis, key_prefix: str, clock: Clock | None = None, seeder: Seeder | None = None
+    ) -> None:
         self._client = client
         self._layout = KeyLayout(key_prefix)
         self._clock = clock
+        self._seeder = seeder
+        self._epoch_key = self._layout.epoch_key() if seeder is not None else None
         self._hint: Clock = clock or SystemClock()
         self._check = client.register_script(CHECK_SCRIPT)
         self._renew = client.register_script(RENEW_SCRIPT)
@@ -141,20 +156,53 @@ class RedisStore:
         return "" if self._clock is None else self._clock.now_ms()
 
     def _rows(self, plans: list[ItemPlan], atomic: bool) -> list[list[Any]]:
-        keys, args = _encode(plans, atomic, self._now_arg(), self._index_base)
-        try:
-            rows = self._client.evalsha(self._check.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            # Redis restarted or SCRIPT FLUSH: load once more and retry (what redis-py's Script does).
-            rows = self._check(keys=keys, args=args)
+        now = self._now_arg()
+        seeds: dict[int, tuple[int, int]] = {}
+        for _ in range(MAX_SEED_CALLS):
+            keys, args, definitions = _encode(plans, atomic, now, self._index_base, self._epoch_key, seeds)
+            rows = self._eval(keys, args)
+            if not (rows and rows[0] and rows[0][0] == NEEDS_SEED):
+                break
+            seeds.update(self._seeds(rows[0], definitions))
+        else:
+            raise RuntimeError(f"check.lua still asked for seeds after {MAX_SEED_CALLS} calls")
         if len(rows) != len(plans):
             raise ValueError(f"check.lua answered {len(rows)} rows for {len(plans)} checks")
         return rows
 
+    def _eval(self, keys: list[str], args: list[Any]) -> list[list[Any]]:
+        try:
+            return self._client.evalsha(self._check.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            # Redis restarted or SCRIPT FLUSH: load once more and retry (what redis-py's Script does).
+            return self._check(keys=keys, args=args)
 
-def _encode(plans: list[ItemPlan], atomic: bool, now: int | str, index_base: str) -> tuple[list[str], list[Any]]:
-    """KEYS and ARGV of check.lua (see its header) for `plans`."""
+    def _seeds(self, answer: list[Any], definitions: list[tuple[LimitSpec, CheckItem]]) -> dict[int, tuple[int, int]]:
+        """{definition number: (window start, used)} for the counters the script found missing."""
+        now, wanted = int(answer[1]), answer[2:]
+        numbers, starts = [int(n) for n in wanted[::2]], [int(s) for s in wanted[1::2]]
+        requests = [SeedRequest(*definitions[n - 1], start, now) for n, start in zip(numbers, starts, strict=True)]
+        if self._seeder is None:  # only seedable definitions, sent only with a seeder, are ever missing
+            raise RuntimeError("check.lua asked for seeds, but this store has no seeder")
+        used = self._seeder(requests)
+        return {n: (start, max(0, int(u))) for n, start, u in zip(numbers, starts, used, strict=True)}
+
+
+def _encode(
+    plans: list[ItemPlan],
+    atomic: bool,
+    now: int | str,
+    index_base: str,
+    epoch_key: str | None = None,
+    seeds: dict[int, tuple[int, int]] | None = None,
+) -> tuple[list[str], list[Any], list[tuple[LimitSpec, CheckItem]]]:
+    """KEYS and ARGV of check.lua (see its header) for `plans`, and (spec, item) per definition number.
+
+    epoch_key: None = no seeder, nothing is seedable; seeds: {definition number: (window start, used)}.
+    """
     keys: list[str] = []
+    described: list[tuple[LimitSpec, CheckItem]] = []
+    seeding = False
     positions: dict[str, int] = {}
     strings: list[str] = []
     string_numbers: dict[str, int] = {}
@@ -197,11 +245,20 @@ def _encode(plans: list[ItemPlan], atomic: bool, now: int | str, index_base: str
                     first = positions[limit.keys[0]] = len(keys) + 1
                     keys.extend(limit.keys)
                 code, quantity, period, capacity, shadow = _constants(spec)
-                definitions += (code, first, quantity, period, capacity, shadow, len(limit.bounds), *limit.bounds)
                 number = numbers_of[(limit.keys[0], id(spec))] = len(numbers_of) + 1
+                described.append((spec, item))
+                seed, seed_start = UNSEEDED, 0
+                if spec.seedable and epoch_key is not None:
+                    seeding = True
+                    seed_start, seed = (seeds or {}).get(number, (0, NEEDS_SEED))
+                definitions += (code, first, quantity, period, capacity, shadow, seed, seed_start)
+                definitions += (len(limit.bounds), *limit.bounds)
             items += (number, limit.cost)
+    if seeding:
+        keys.append(epoch_key)  # type: ignore[arg-type]  # seeding implies an epoch key
     numbers = [len(numbers_of), len(plans), *definitions, *items]
-    return keys, [now, "a" if atomic else "i", index_base, pack(f"<{len(numbers)}d", *numbers), *strings]
+    args = [now, "a" if atomic else "i", index_base, pack(f"<{len(numbers)}d", *numbers), *strings]
+    return keys, args, described
 
 
 _FIRST_STRING = 4  # ARGV index before the first string (check.lua's header)
