@@ -1,11 +1,15 @@
 """This process's engine store: Redis when REDIS_URL is set, else the in-process reference store.
 
+In-process counters are this process's alone, so the Celery worker cannot flush them: with the
+embedded default, the web process flushes its own usage to the database in a background thread.
+
 The Redis client comes from django-redis, so the cache and the engine share one connection pool.
 Tests swap the store (own key prefix, a ManualClock) with engine_store_use().
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from django.conf import settings
@@ -13,6 +17,8 @@ from django.conf import settings
 from apps.engine import MemoryStore, Store
 from apps.engine.store.redis import RedisStore
 
+logger = logging.getLogger(__name__)
+EMBEDDED_FLUSH_INTERVAL_S = 20.0  # the flush takes minutes before the last one: rows land 1-2 minutes late
 _store: Store | None = None
 _lock = threading.Lock()
 
@@ -21,9 +27,14 @@ def _build_store() -> Store:
     if settings.REDIS_URL:
         from django_redis import get_redis_connection
 
-        return RedisStore(get_redis_connection("default"), key_prefix=settings.QUOTA_KEY_PREFIX)
+        from apps.enforcement.seeding import usage_seeds
+
+        connection = get_redis_connection("default")
+        return RedisStore(connection, key_prefix=settings.QUOTA_KEY_PREFIX, seeder=usage_seeds)
     # Embedded default: counters live in this process (make run serves with one worker).
-    return MemoryStore(key_prefix=settings.QUOTA_KEY_PREFIX)
+    store = MemoryStore(key_prefix=settings.QUOTA_KEY_PREFIX)
+    usage_flusher_start(store, EMBEDDED_FLUSH_INTERVAL_S)
+    return store
 
 
 def engine_store() -> Store:
@@ -39,3 +50,38 @@ def engine_store_use(store: Store | None) -> None:
     """Replace this process's store (tests); None rebuilds it from settings on next use."""
     global _store
     _store = store
+
+
+def usage_flusher_start(store: Store, interval_s: float) -> UsageFlusher:
+    """Flush `store`'s completed minutes to the database every `interval_s`, in a daemon thread."""
+    flusher = UsageFlusher(store, interval_s)
+    flusher.start()
+    return flusher
+
+
+class UsageFlusher(threading.Thread):
+    def __init__(self, store: Store, interval_s: float) -> None:
+        super().__init__(name="usage-flusher", daemon=True)
+        self._store = store
+        self._interval_s = interval_s
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.join()
+
+    def run(self) -> None:
+        from django.db import close_old_connections, connections
+
+        from apps.usage.services import usage_flush
+
+        while not self._stopped.wait(self._interval_s):
+            try:
+                usage_flush(store=self._store)
+            except (
+                Exception
+            ):  # the next round retries: a flush is exactly-once whatever fails (usage/services/flush.py)
+                logger.exception("In-process usage flush failed; will try again")
+            finally:
+                close_old_connections()
+        connections.close_all()  # this thread's own connections
