@@ -29,9 +29,10 @@ run: install .env ## Serve the platform on embedded defaults (API, admin, worker
 test: install ## Run the whole suite against real PostgreSQL and Redis
 	$(BIN)/python tests/testenv.py $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: install ## ruff check and format check
+lint: install ## ruff check and format check, strict mypy on the engine
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy --strict apps/engine
 
 fmt: install ## Fix what ruff can fix and format
 	$(BIN)/ruff check --fix .

@@ -134,7 +134,7 @@ class KeyLayout:
         tag_by = "customer" if "customer" in spec.key_by else "ip" if "ip" in spec.key_by else ""
         head = f"{self.prefix}:c:{{" + {"customer": "c=", "ip": "i="}.get(tag_by, "n=" + enc(spec.name))
         segment = _algorithm_segment(spec)
-        tails = (f"}}:{segment}:{enc(spec.name)}",)
+        tails: tuple[str, ...] = (f"}}:{segment}:{enc(spec.name)}",)
         if spec.algorithm == SLIDING_LOG:
             tails += (f"}}:{segment}.s:{enc(spec.name)}",)
         compiled = _Compiled(head, tag_by, tails, tuple(_entry(entry) for entry in sorted(spec.key_by)))

@@ -172,10 +172,11 @@ class RedisStore:
 
     def _eval(self, keys: list[str], args: list[Any]) -> list[list[Any]]:
         try:
-            return self._client.evalsha(self._check.sha, len(keys), *keys, *args)
+            rows: list[list[Any]] = self._client.evalsha(self._check.sha, len(keys), *keys, *args)
         except NoScriptError:
             # Redis restarted or SCRIPT FLUSH: load once more and retry (what redis-py's Script does).
-            return self._check(keys=keys, args=args)
+            rows = self._check(keys=keys, args=args)
+        return rows
 
     def _seeds(self, answer: list[Any], definitions: list[tuple[LimitSpec, CheckItem]]) -> dict[int, tuple[int, int]]:
         """{definition number: (window start, used)} for the counters the script found missing."""
