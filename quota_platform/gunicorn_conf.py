@@ -23,8 +23,10 @@ graceful_timeout = 20
 keepalive = 5
 
 # Recycle workers now and then so a slow leak cannot grow forever; jitter avoids all restarting at once.
-max_requests = int(os.environ.get("WEB_MAX_REQUESTS", "20000"))
-max_requests_jitter = 2000
+# A restart costs a worker's boot (Django, the snapshot): at 20,000 it came every ~15 s under full load and
+# pushed p99 at 4 connections from 6 ms to 57-340 ms (bench/RESULTS.md, 2026-11-22); 200,000 is minutes.
+max_requests = int(os.environ.get("WEB_MAX_REQUESTS", "200000"))
+max_requests_jitter = 20000
 
 # Every worker loads the app itself: each has its own Redis pool and config snapshot.
 preload_app = False
