@@ -1,6 +1,7 @@
 """Chaos: the production server with its own redis-server, which is killed (SIGKILL), then paused
-(SIGSTOP) after a restart. No 5xx, every decision follows its limit's policy and says degraded, and
-while Redis is dead a check answers within about the timeout budget, not seconds."""
+(SIGSTOP) after a restart. No 5xx, every decision follows its limit's policy and says degraded, while
+Redis is dead a check answers within about the timeout budget, not seconds, and once Redis is back
+(empty) a daily quota resumes from the usage flushed before the loss instead of starting over."""
 
 import json
 import signal
@@ -10,16 +11,21 @@ import urllib.error
 import urllib.request
 
 import pytest
+import redis
 
 from apps.apikeys.services import api_key_create
+from apps.engine.store.redis import RedisStore
 from apps.limits.models import StoreFailurePolicy
+from apps.usage.services import usage_flush
 from tests.apikeys.factories import ServiceFactory
-from tests.limits.factories import LimitFactory, OperationFactory
+from tests.limits.factories import CalendarLimitFactory, LimitFactory, OperationFactory
 from tests.servers import RedisServer
 from tests.support.live_server import LiveServer
 
 CHECKS_PER_PHASE = 40
 TIMEOUT_BUDGET_MS = 50
+DAILY_QUOTA = 50
+USED_BEFORE_LOSS = 30
 
 
 def check(server: LiveServer, key: str, operation: str) -> tuple[int, dict, float]:
@@ -44,6 +50,22 @@ def phase(server: LiveServer, key: str) -> dict[str, list[tuple[int, dict, float
     }
 
 
+def flush_everything(redis_url: str, key_prefix: str) -> None:
+    """What the beat job does every minute, for every minute up to now."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        usage_flush(store=RedisStore(client, key_prefix), now_ms=int(time.time() * 1000) + 3 * 60_000)
+    finally:
+        client.close()
+
+
+def wait_for_recovery(server: LiveServer, key: str) -> None:
+    deadline = time.monotonic() + 10
+    while check(server, key, "Open")[1].get("degraded", True):
+        assert time.monotonic() < deadline, "the server never went back to Redis"
+        time.sleep(0.1)
+
+
 def p99(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=100)[98]
 
@@ -56,12 +78,15 @@ def test_redis_killed_then_paused_never_gives_a_5xx_and_each_policy_holds(key_pr
             name=name.lower(), operation=OperationFactory(name=name), quantity=1000, period_seconds=3600,
             on_store_failure=getattr(StoreFailurePolicy, policy), key_by=["customer"],
         )  # fmt: skip
+    CalendarLimitFactory(name="daily", operation=OperationFactory(name="Daily"), quantity=DAILY_QUOTA)
     key = api_key_create(service=ServiceFactory()).secret
     redis_server = RedisServer().start()
     env = {"QUOTA_REDIS_TIMEOUT_MS": str(TIMEOUT_BUDGET_MS), "QUOTA_BREAKER_OPEN_S": "0.5"}
     try:
         with LiveServer(tmp_path, redis_url=redis_server.url, key_prefix=key_prefix, workers=2, **env) as server:
             healthy = phase(server, key)
+            daily_before = [check(server, key, "Daily")[0] for _ in range(USED_BEFORE_LOSS)]
+            flush_everything(redis_server.url, key_prefix)
             redis_server.signal(signal.SIGKILL)
             redis_server.process.wait(timeout=10)
             dead = phase(server, key)
@@ -69,6 +94,8 @@ def test_redis_killed_then_paused_never_gives_a_5xx_and_each_policy_holds(key_pr
             redis_server.signal(signal.SIGSTOP)
             paused = phase(server, key)
             redis_server.signal(signal.SIGCONT)
+            wait_for_recovery(server, key)
+            daily_after = [check(server, key, "Daily")[0] for _ in range(DAILY_QUOTA)]
     finally:
         redis_server.cleanup()
 
@@ -83,3 +110,8 @@ def test_redis_killed_then_paused_never_gives_a_5xx_and_each_policy_holds(key_pr
         latencies = [ms for r in results.values() for _, _, ms in r]
         print(f"checks={len(latencies)} p50={statistics.median(latencies):.1f}ms p99={p99(latencies):.1f}ms")
         assert p99(latencies) < TIMEOUT_BUDGET_MS * 4, f"p99 {p99(latencies):.1f} ms while Redis was away"
+
+    assert daily_before == [200] * USED_BEFORE_LOSS
+    # Redis came back empty; the daily counter was re-seeded from PostgreSQL, not reset to zero.
+    assert daily_after.count(200) == DAILY_QUOTA - USED_BEFORE_LOSS
+    assert set(daily_after) == {200, 429}
