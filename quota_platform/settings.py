@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "apps.ops",
     "apps.reports",
     "apps.history",
+    "apps.accounts",
 ]
 
 MIDDLEWARE = [
@@ -72,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication: the change history names the logged-in user as the author of a change.
+    "apps.history.middleware.HistoryRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns lockouts into a 429 page.
@@ -144,9 +147,18 @@ AUTH_PASSWORD_VALIDATORS = [
 # Admin brute-force protection: lock a username+address pair, never forever.
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_HOURS", default=0.25)
+if AXES_COOLOFF_TIME <= 0:
+    raise ImproperlyConfigured("AXES_COOLOFF_HOURS must be more than 0: a lockout must end by itself.")
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# Each attempt during a lockout restarts the cool-off; the lockout page says so and when it ends.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = True
+AXES_LOCKOUT_CALLABLE = "apps.accounts.lockout.lockout_response"
 AXES_VERBOSE = False
+# Proxies in front of the app that append the client to X-Forwarded-For (0: use the TCP peer address).
+# Lockouts count per client address: without this, behind a proxy every client shares the proxy's.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+AXES_CLIENT_IP_CALLABLE = "apps.accounts.client_ip.client_ip_address"
 
 # Production is HTTPS. The embedded `make run` turns this off in its .env.
 SECURE_HTTPS = env.bool("SECURE_HTTPS", default=not DEBUG)

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from apps.apikeys.models import ApiKey, Service
 from apps.customers.models import Customer
+from apps.history.context import history_via
 
 KEY_PREFIX_MARK = "qp_"
 PREFIX_RANDOM_BYTES = 4
@@ -46,7 +47,7 @@ def api_key_create(*, service: Service, customer: Customer | None = None, name: 
         api_key = ApiKey(service=service, customer=customer, name=name, prefix=prefix, key_hash=api_key_hash(raw_key))
         api_key.full_clean()
         try:
-            with transaction.atomic():
+            with transaction.atomic(), history_via("api key create"):
                 api_key.save()
         except IntegrityError:
             continue  # prefix collision: draw again
@@ -57,7 +58,8 @@ def api_key_create(*, service: Service, customer: Customer | None = None, name: 
 def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
     if api_key.revoked_at is None:
         api_key.revoked_at = timezone.now()
-        api_key.save(update_fields=["revoked_at", "updated_at"])
+        with history_via("api key revoke"):
+            api_key.save(update_fields=["revoked_at", "updated_at"])
     return api_key
 
 

@@ -38,6 +38,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import DataError, transaction
 from django.utils import timezone
 
+from apps.history.context import history_via
 from apps.limits.config_io import ConfigInvalid, config_import
 from apps.limits.config_io.fields import FieldError, boolean, kind_of, name, text
 from apps.limits.config_io.parse import config_parse
@@ -230,7 +231,7 @@ def _document_apply(document: ToggleDocument, report: RefreshReport) -> None:
 
 def _document_write(document: ToggleDocument) -> dict[str, int]:
     counts: dict[str, int] = {}
-    with transaction.atomic():
+    with transaction.atomic(), history_via("toggles refresh"):
         errors: list[str] = []
         if document.toggles is not None:
             counts |= _toggles_apply(document.toggles, errors)

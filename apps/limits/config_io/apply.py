@@ -6,6 +6,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models, transaction
 from django.db.models import ProtectedError
 
+from apps.history.context import history_via
 from apps.limits.config_io.parse import ParsedEntry, config_parse
 from apps.limits.config_io.report import ConfigInvalid, ImportReport, SectionReport
 from apps.limits.config_io.sections import REFERENCE_TARGETS, SECTION_BY_NAME, Identity, Lookup, Section, Unresolved
@@ -19,9 +20,10 @@ def config_import(*, document: Any, prune: bool = False, dry_run: bool = False) 
 
     With `prune`, also delete the objects of each section the document has that it does not name
     (a section the document lacks is left alone). Raises ConfigInvalid, with nothing written, if any
-    entry is invalid. With `dry_run`, everything is done and checked, then rolled back.
+    entry is invalid. With `dry_run`, everything is done and checked, then rolled back (the change
+    history too: its rows are written in this transaction, one per object saved or deleted).
     """
-    with transaction.atomic():
+    with transaction.atomic(), history_via("config import"):
         parsed = config_parse(document, prune=prune)
         report = ImportReport(dry_run=dry_run, sections={name: SectionReport() for name in parsed})
         errors: list[str] = []
