@@ -11,12 +11,16 @@ from django.urls import reverse
 
 from apps.apikeys.models import ApiKey, Service
 from apps.customers.models import Customer, Plan
+from apps.history.models import ChangeEvent
 from apps.limits.models import AccessRule, Limit, Operation, Override
+from apps.reports.models import ExportJob
 from apps.toggles.models import FeatureToggle
 from apps.usage.models import UsageDay, UsageHour, UsageMinute
 from tests.apikeys.factories import ApiKeyFactory, ServiceFactory
 from tests.customers.factories import CustomerFactory, PlanFactory
+from tests.history.factories import ChangeEventFactory
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory, OverrideFactory
+from tests.reports.factories import ExportJobFactory
 from tests.toggles.factories import FeatureToggleFactory
 from tests.usage.factories import UsageDayFactory, UsageHourFactory, UsageMinuteFactory
 
@@ -34,6 +38,8 @@ FACTORY_BY_MODEL: dict[type[Model], Any] = {
     UsageMinute: UsageMinuteFactory,
     UsageHour: UsageHourFactory,
     UsageDay: UsageDayFactory,
+    ChangeEvent: ChangeEventFactory,
+    ExportJob: ExportJobFactory,
 }
 
 

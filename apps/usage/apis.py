@@ -1,27 +1,32 @@
-"""GET /api/v1/usage: usage rows of one granularity over a time range, as JSON pages or one CSV stream.
+"""GET /api/v1/usage: usage rows of one granularity over a time range, as JSON pages, a CSV stream or XLSX.
 
 Query parameters (anything else is refused with 400):
-  customer     required for a key bound to a customer, and must be that customer (403 otherwise);
-               a service-wide key may leave it out to read every customer.
-  operation    optional; a key limited to some operations reads only those (403 for another).
+  customer     repeat for several customers (at most 100). Required for a key bound to a customer, and
+               must then be that customer (403 otherwise); a service-wide key may leave it out to read
+               every customer.
+  operation    optional, repeatable (at most 100); an empty value is ignored. A key limited to some
+               operations reads only those (403 for another).
   from, to     ISO 8601 with an offset (Z or ±hh:mm, + written %2B); rows with from <= bucket < to.
   granularity  minute | hour | day (default hour): the UsageMinute, UsageHour or UsageDay table.
                One request covers at most 7 days of minutes or 400 days of hours (400 beyond: narrow
                the range); days have no cap.
-  format       json (default) | csv.
+  format       json (default) | csv | xlsx.
   cursor       the `next` token of the previous JSON page.
 JSON: {"granularity", "from", "to", "rows": [{customer, operation, bucket, allowed, denied,
 shadow_denied, costs}], "next"}, rows ordered by bucket, customer, operation, at most USAGE_PAGE_SIZE
 per page; `next` is null on the last page, else the cursor of the following one (keyset pagination:
-pages stay consistent while rows are added). CSV streams every row at once; its columns are described
-in apps/usage/exports.py. Errors are always JSON in the one error shape.
+pages stay consistent while rows are added). CSV streams every row at once. XLSX is one workbook built
+before it is sent, so it is refused (400, naming `format`) beyond XLSX_MAX_ROWS rows: use CSV, or
+narrow the range. The CSV and XLSX columns are described in apps/usage/exports. A JSON download of
+every row in one document is left to the admin and `manage.py export_usage`: programs page through the
+JSON above. Errors are always JSON in the one error shape.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import StreamingHttpResponse
+from django.http import FileResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.negotiation import BaseContentNegotiation
@@ -32,9 +37,11 @@ from rest_framework.response import Response
 from apps.common.exceptions import InvalidInput
 from apps.enforcement.apis import INVALID_MESSAGE, ServiceApi
 from apps.enforcement.serializers import ERROR_RESPONSES
-from apps.usage.exports import usage_csv_lines, usage_row_dict
-from apps.usage.selectors import UsageQuery, usage_page, usage_rows
-from apps.usage.serializers import UsageListSerializer, UsageQuerySerializer, cursor_encode
+from apps.reports.filters import UsageFilters
+from apps.reports.selectors import usage_report_count, usage_report_page, usage_report_rows_for_key
+from apps.reports.services import usage_report_temporary_file
+from apps.usage.exports import FORMATS, usage_csv_lines, usage_row_dict
+from apps.usage.serializers import XLSX_MAX_ROWS, UsageListSerializer, UsageQuerySerializer, cursor_encode
 
 USAGE_PAGE_SIZE = 10_000
 CSV_CHUNK_ROWS = 2000
@@ -54,7 +61,7 @@ class JsonWhateverTheFormat(BaseContentNegotiation):
 
 
 class UsageListApi(ServiceApi):
-    """Usage rows of one table over a time range: JSON pages with a `next` cursor, or one CSV stream."""
+    """Usage rows of one table over a time range: JSON pages with a `next` cursor, a CSV stream, or XLSX."""
 
     content_negotiation_class = JsonWhateverTheFormat
 
@@ -64,25 +71,29 @@ class UsageListApi(ServiceApi):
             **ERROR_RESPONSES,
             (200, "application/json"): UsageListSerializer,
             (200, "text/csv"): OpenApiTypes.STR,
+            (200, FORMATS["xlsx"].content_type): OpenApiTypes.BINARY,
         },
-        summary="Usage per customer and operation, by minute, hour or day (JSON pages or CSV)",
+        summary="Usage per customer and operation, by minute, hour or day (JSON pages, CSV or XLSX)",
     )
-    def get(self, request: Request) -> Response | StreamingHttpResponse:
+    def get(self, request: Request) -> Response | StreamingHttpResponse | FileResponse:
         params = _parsed(request)
-        query = UsageQuery(
+        filters = UsageFilters(
             granularity=params["granularity"],
             start=params["from"],
             end=params["to"],
-            customer=params.get("customer"),
-            operation=params.get("operation"),
+            customers=tuple(dict.fromkeys(params.get("customer", ()))),
+            operations=tuple(dict.fromkeys(name for name in params.get("operation", ()) if name)),
         )
+        rows = usage_report_rows_for_key(principal=request.user, filters=filters)
         if params["format"] == "csv":
-            return _csv_response(query, usage_rows(principal=request.user, query=query))
-        page = usage_page(principal=request.user, query=query, after=params.get("cursor"), size=USAGE_PAGE_SIZE)
+            return _csv_response(filters, rows)
+        if params["format"] == "xlsx":
+            return _xlsx_response(filters, rows)
+        page = usage_report_page(rows=rows, after=params.get("cursor"), size=USAGE_PAGE_SIZE)
         body = {
-            "granularity": query.granularity,
-            "from": query.start.isoformat(),
-            "to": query.end.isoformat(),
+            "granularity": filters.granularity,
+            "from": filters.start.isoformat(),
+            "to": filters.end.isoformat(),
             "rows": [usage_row_dict(row) for row in page.rows],
             "next": cursor_encode(page.next) if page.next else None,
         }
@@ -98,10 +109,26 @@ def _parsed(request: Request) -> dict[str, Any]:
     return dict(serializer.validated_data)
 
 
-def _csv_response(query: UsageQuery, rows: Any) -> StreamingHttpResponse:
+def _csv_response(filters: UsageFilters, rows: Any) -> StreamingHttpResponse:
     response = StreamingHttpResponse(
-        usage_csv_lines(rows.iterator(chunk_size=CSV_CHUNK_ROWS)), content_type="text/csv; charset=utf-8"
+        usage_csv_lines(rows.iterator(chunk_size=CSV_CHUNK_ROWS)), content_type=FORMATS["csv"].content_type
     )
-    stamp = f"{query.start:%Y%m%dT%H%M%SZ}-{query.end:%Y%m%dT%H%M%SZ}"
-    response["Content-Disposition"] = f'attachment; filename="usage-{query.granularity}-{stamp}.csv"'
+    response["Content-Disposition"] = f'attachment; filename="{filters.filename("csv")}"'
     return response
+
+
+def _xlsx_response(filters: UsageFilters, rows: Any) -> FileResponse:
+    if usage_report_count(rows=rows, cap=XLSX_MAX_ROWS) > XLSX_MAX_ROWS:
+        raise InvalidInput(
+            INVALID_MESSAGE,
+            fields={
+                "format": [
+                    f"More than {XLSX_MAX_ROWS:,} rows: too many for one XLSX answer. "
+                    "Use format=csv (it streams any size), or narrow the range."
+                ]
+            },
+        )
+    file = usage_report_temporary_file(rows=rows, filters=filters, fmt="xlsx")
+    return FileResponse(
+        file, as_attachment=True, filename=filters.filename("xlsx"), content_type=FORMATS["xlsx"].content_type
+    )

@@ -11,6 +11,7 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.enforcement import parsing
+from apps.reports.filters import MAX_NAMES
 from apps.usage.selectors import MAX_RANGE, USAGE_TABLES, Position
 
 OFFSET_HINT = (
@@ -19,6 +20,9 @@ OFFSET_HINT = (
 
 
 NOT_A_CURSOR = "Not a cursor this API gave out."
+# An XLSX answer is built whole before it is sent (a workbook is a zip), at ~5k rows/s, holding a web worker:
+# beyond this many rows, CSV (which streams) or the admin's background export.
+XLSX_MAX_ROWS = 25_000
 
 
 class OffsetDateTimeField(serializers.DateTimeField):
@@ -65,13 +69,36 @@ def _renamed_from(fields: dict[str, Any]) -> dict[str, Any]:
     return {("from" if name == "from_" else name): field for name, field in fields.items()}
 
 
+class RepeatedField(serializers.ListField):
+    """A repeatable query parameter whose errors are plain sentences (DRF keys them by position)."""
+
+    def run_child_validation(self, data: list[Any]) -> list[Any]:
+        try:
+            return super().run_child_validation(data)
+        except serializers.ValidationError as error:
+            detail = error.detail if isinstance(error.detail, dict) else {}
+            raise serializers.ValidationError(
+                [
+                    str(message) if len(data) == 1 else f"Value {int(index) + 1}: {message}"
+                    for index, messages in detail.items()
+                    for message in messages
+                ]
+            ) from None
+
+
 class UsageQuerySerializer(serializers.Serializer):
-    customer = serializers.CharField(
-        max_length=parsing.MAX_CUSTOMER_LENGTH,
+    customer = RepeatedField(
+        child=serializers.CharField(max_length=parsing.MAX_CUSTOMER_LENGTH),
         required=False,
-        help_text="Required for a key bound to a customer.",
+        max_length=MAX_NAMES,
+        help_text="Only these customers (repeat the parameter for several). Required for a key bound to a customer.",
     )
-    operation = serializers.CharField(max_length=parsing.MAX_OPERATION_LENGTH, required=False, allow_blank=True)
+    operation = RepeatedField(
+        child=serializers.CharField(max_length=parsing.MAX_OPERATION_LENGTH, allow_blank=True),
+        required=False,
+        max_length=MAX_NAMES,
+        help_text="Only these operations (repeat the parameter for several); an empty value is ignored.",
+    )
     from_ = OffsetDateTimeField(help_text="Start (inclusive): ISO 8601 with an offset.")
     to = OffsetDateTimeField(help_text="End (exclusive): ISO 8601 with an offset, after `from`.")
     granularity = serializers.ChoiceField(
@@ -79,7 +106,12 @@ class UsageQuerySerializer(serializers.Serializer):
         default="hour",
         help_text="At most 7 days of minutes and 400 days of hours per request; days without limit.",
     )
-    format = serializers.ChoiceField(choices=["json", "csv"], default="json", help_text="csv streams every row.")
+    format = serializers.ChoiceField(
+        choices=["json", "csv", "xlsx"],
+        default="json",
+        help_text="json: pages with a `next` cursor. csv: every row in one stream. xlsx: one workbook of at most "
+        f"{XLSX_MAX_ROWS:,} rows (use csv for more).",
+    )
     cursor = serializers.CharField(
         required=False, allow_blank=True, max_length=2000, help_text="The `next` token of the previous JSON page."
     )

@@ -1,0 +1,224 @@
+"""Usage exports in the admin: the export form is the "add" page, each job's page shows its progress.
+
+Only superusers and users with reports.export_usage see any of it; others get a 403 page that says so.
+The form validates with UsageExportForm; `export_request` decides whether the report is built now (the
+response is the file) or becomes a job (the response is the job's page, whose script polls the status view).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.cache import add_never_cache_headers
+from django.utils.html import format_html
+
+from apps.common.exceptions import NotFound
+from apps.reports.filters import UsageFilters
+from apps.reports.forms import UsageExportForm
+from apps.reports.models import ExportJob
+from apps.reports.selectors import (
+    export_job_file,
+    export_job_get,
+    export_job_status,
+    usage_report_rows,
+    user_may_export,
+)
+from apps.reports.services import IMMEDIATE_MAX_ROWS, export_job_delete, export_request, usage_report_temporary_file
+from apps.usage.exports import COLUMN_DOCS, FORMATS
+
+EXPORT_TEMPLATE = "admin/reports/exportjob/export_form.html"
+REFUSED_TEMPLATE = "admin/reports/exportjob/refused.html"
+NOT_ALLOWED = (
+    "You may not export usage reports. Ask an administrator to give you the analysts role "
+    "(the permission “Can export usage reports”)."
+)
+
+
+@admin.register(ExportJob)
+class ExportJobAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "status", "progress", "requested_by", "created_at", "download")
+    list_filter = ("status", "format", "granularity")
+    list_select_related = ("requested_by",)
+    change_form_template = "admin/reports/exportjob/change_form.html"
+
+    # --- who may do what ---
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return user_may_export(request.user)
+
+    def has_view_permission(self, request: HttpRequest, obj: ExportJob | None = None) -> bool:
+        return user_may_export(request.user)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return user_may_export(request.user)
+
+    def has_change_permission(self, request: HttpRequest, obj: ExportJob | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: ExportJob | None = None) -> bool:
+        return user_may_export(request.user)
+
+    # --- pages ---
+
+    def get_urls(self) -> list[URLPattern]:
+        own = [
+            path("<int:job_id>/status/", self.admin_site.admin_view(self.status_view), name="reports_exportjob_status"),
+            path(
+                "<int:job_id>/download/",
+                self.admin_site.admin_view(self.download_view),
+                name="reports_exportjob_download",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None) -> Any:
+        """The export form; a valid POST answers with the file, or with the page of the job it became."""
+        if not user_may_export(request.user):
+            return refused(request, self, NOT_ALLOWED)
+        form = UsageExportForm(request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            return self._export(request, form.filters(), form.cleaned_data["format"])
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Export usage",
+            "form": form,
+            "column_docs": COLUMN_DOCS,
+            "immediate_max_rows": f"{IMMEDIATE_MAX_ROWS['csv']:,} rows ({IMMEDIATE_MAX_ROWS['xlsx']:,} as XLSX)",
+        }
+        return TemplateResponse(request, EXPORT_TEMPLATE, context)
+
+    def _export(self, request: HttpRequest, filters: UsageFilters, fmt: str) -> HttpResponse:
+        job = export_request(requested_by=request.user, filters=filters, fmt=fmt)
+        if job is None:
+            file = usage_report_temporary_file(rows=usage_report_rows(filters=filters), filters=filters, fmt=fmt)
+            return FileResponse(
+                file, as_attachment=True, filename=filters.filename(fmt), content_type=FORMATS[fmt].content_type
+            )
+        self.message_user(
+            request,
+            f"This report has more than {IMMEDIATE_MAX_ROWS[fmt]:,} rows, so it is built in the background. "
+            "This page shows its progress; the download link appears when it is done.",
+            messages.INFO,
+        )
+        return HttpResponseRedirect(reverse("admin:reports_exportjob_change", args=[job.pk]))
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> Any:
+        """The job's fields, read-only, under its progress bar and download link."""
+        if not user_may_export(request.user):
+            return refused(request, self, NOT_ALLOWED)
+        extra = dict(extra_context or {})
+        if object_id.isdigit():
+            try:
+                job = export_job_get(job_id=int(object_id))
+            except NotFound:
+                pass  # the admin's own page says the object does not exist
+            else:
+                extra.update(job_status=export_job_status(job), **_links(job))
+        return super().change_view(request, object_id, form_url, extra)
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        if not user_may_export(request.user):
+            return refused(request, self, NOT_ALLOWED)
+        return super().changelist_view(request, extra_context)
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if not user_may_export(request.user):
+            return refused(request, self, NOT_ALLOWED)
+        return super().delete_view(request, object_id, extra_context)
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if not user_may_export(request.user):
+            return refused(request, self, NOT_ALLOWED)
+        return super().history_view(request, object_id, extra_context)
+
+    def status_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
+        if not user_may_export(request.user):
+            return JsonResponse({"error": NOT_ALLOWED}, status=403)
+        try:
+            job = export_job_get(job_id=job_id)
+        except NotFound as error:
+            return JsonResponse({"error": error.message}, status=404)
+        status = export_job_status(job)
+        response = JsonResponse(
+            {
+                "status": status.status,
+                "rows_done": status.rows_done,
+                "rows_total": status.rows_total,
+                "percent": status.percent,
+                "message": status.message,
+                "finished": status.finished,
+                "download_url": _links(job)["download_url"],
+            }
+        )
+        add_never_cache_headers(response)
+        return response
+
+    def download_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
+        if not user_may_export(request.user):
+            return refused(request, self, NOT_ALLOWED)
+        try:
+            job = export_job_get(job_id=job_id)
+        except NotFound as error:
+            return refused(request, self, error.message, status=404)
+        file = export_job_file(job)
+        if file is None:
+            return refused(request, self, export_job_status(job).message, status=404)
+        return FileResponse(
+            file.open("rb"),
+            as_attachment=True,
+            filename=job.filters.filename(job.format),
+            content_type=FORMATS[job.format].content_type,
+        )
+
+    # --- deleting removes the file too ---
+
+    def delete_model(self, request: HttpRequest, obj: ExportJob) -> None:
+        export_job_delete(job=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ExportJob]) -> None:
+        for job in queryset:
+            export_job_delete(job=job)
+
+    # --- columns ---
+
+    @admin.display(description="progress")
+    def progress(self, job: ExportJob) -> str:
+        if job.rows_total is None:
+            return "—"
+        return f"{job.rows_done:,} / {job.rows_total:,} rows"
+
+    @admin.display(description="file")
+    def download(self, job: ExportJob) -> str:
+        if job.status != ExportJob.Status.DONE:
+            return "—"
+        return format_html('<a href="{}">download</a>', reverse("admin:reports_exportjob_download", args=[job.pk]))
+
+
+def refused(request: HttpRequest, model_admin: admin.ModelAdmin, message: str, *, status: int = 403) -> HttpResponse:
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "opts": model_admin.opts,
+        "title": "Not allowed" if status == 403 else "Not found",
+        "message": message,
+    }
+    return TemplateResponse(request, REFUSED_TEMPLATE, context, status=status)
+
+
+def _links(job: ExportJob) -> dict[str, str | None]:
+    has_file = export_job_file(job) is not None
+    return {
+        "status_url": reverse("admin:reports_exportjob_status", args=[job.pk]),
+        "download_url": reverse("admin:reports_exportjob_download", args=[job.pk]) if has_file else None,
+    }

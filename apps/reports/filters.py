@@ -1,0 +1,38 @@
+"""What a usage report covers: one value object shared by the admin form, the API, the command and jobs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from apps.usage.exports import export_filename
+
+# Most names a report may list in customers or in operations.
+MAX_NAMES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class UsageFilters:
+    """Rows of one granularity with start <= bucket < end; empty `customers` or `operations` means all."""
+
+    granularity: str
+    start: dt.datetime
+    end: dt.datetime
+    customers: tuple[str, ...] = ()
+    operations: tuple[str, ...] = ()
+
+    def info(self, *, generated: dt.datetime | None = None) -> dict[str, object]:
+        """The filters as an export states them (the JSON header, the XLSX "about" sheet)."""
+        described: dict[str, object] = {
+            "granularity": self.granularity,
+            "from": self.start.astimezone(dt.UTC).isoformat(),
+            "to": self.end.astimezone(dt.UTC).isoformat(),
+            "customers": list(self.customers),
+            "operations": list(self.operations),
+        }
+        if generated is not None:
+            described["generated"] = generated.astimezone(dt.UTC).isoformat()
+        return described
+
+    def filename(self, fmt: str) -> str:
+        return export_filename(self.granularity, self.start, self.end, fmt)

@@ -1,0 +1,94 @@
+"""Usage rows as CSV, XLSX or JSON, written row by row from one row iterator, in constant memory.
+
+Every format has the same columns, in this order (COLUMN_DOCS in columns.py is the source of this list
+and of the table on the admin export page):
+
+  customer       the customer id, as the checks named it
+  operation      the operation name
+  bucket         start of the minute, hour or UTC day: ISO 8601 in UTC with its offset, 2026-03-04T11:00:00+00:00
+  allowed        checks admitted in the bucket (integer)
+  denied         checks refused: over a limit or denied by a rule (integer)
+  shadow_denied  admitted checks that a shadow-mode limit would have refused (integer)
+  costs          admitted cost per unit, a JSON object with sorted keys, e.g. {"records":4000,"requests":10}.
+                 Units differ between operations and are not known before the last row, so they are
+                 not spread over columns.
+
+Rows come ordered by bucket, customer, operation. Numbers are the stored integers, exactly:
+
+- CSV (text/csv, UTF-8, no byte order mark, CRLF line ends): a header line, then one line per row;
+  `costs` is a JSON text cell. A customer or operation that a spreadsheet would run as a formula (it
+  starts with = + - @, a tab or a carriage return) gets a single quote in front; nothing else changes.
+- XLSX: sheet "usage" holds the header and the rows (past Excel's 1,048,576 rows per sheet they continue
+  on "usage 2", "usage 3", ... each with the header again), then sheet "about" lists the filters, the
+  row count and these column meanings. Counts are number cells (integers below 2**53, which a
+  spreadsheet holds exactly; a larger one would be written as text rather than rounded); `bucket` and
+  `costs` are text cells. Text is always stored as text, so a name starting with = is never run as a
+  formula and needs no quote; control characters XML cannot hold become U+FFFD.
+- JSON (application/json, UTF-8): one object, the filters first, then "rows": a list of objects with the
+  columns above as keys, `costs` as a JSON object, counts as JSON integers:
+  {"granularity": "hour", "from": "...", "to": "...", "customers": [...], "operations": [...],
+   "generated": "...", "rows": [{"customer": ..., ...}, ...]}
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from apps.usage.exports.columns import COLUMN_DOCS, COLUMNS, usage_row_dict
+from apps.usage.exports.csv_format import usage_csv_lines, usage_csv_write
+from apps.usage.exports.json_format import usage_json_chunks, usage_json_write
+from apps.usage.exports.xlsx_format import usage_xlsx_write
+from apps.usage.models import UsageBucket
+
+__all__ = [
+    "COLUMNS",
+    "COLUMN_DOCS",
+    "CSV_COLUMNS",
+    "FORMATS",
+    "ExportFormat",
+    "export_filename",
+    "usage_csv_lines",
+    "usage_export_write",
+    "usage_json_chunks",
+    "usage_row_dict",
+]
+
+CSV_COLUMNS = COLUMNS
+
+
+@dataclass(frozen=True, slots=True)
+class ExportFormat:
+    name: str
+    label: str
+    extension: str
+    content_type: str
+    write: Callable[[Iterable[UsageBucket], BinaryIO, Mapping[str, object]], None]
+
+
+FORMATS: dict[str, ExportFormat] = {
+    "csv": ExportFormat("csv", "CSV", "csv", "text/csv; charset=utf-8", usage_csv_write),
+    "xlsx": ExportFormat(
+        "xlsx",
+        "XLSX (Excel)",
+        "xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        usage_xlsx_write,
+    ),
+    "json": ExportFormat("json", "JSON", "json", "application/json", usage_json_write),
+}
+
+
+def usage_export_write(
+    fmt: str, rows: Iterable[UsageBucket], target: BinaryIO, info: Mapping[str, object] | None = None
+) -> None:
+    """Write `rows` to the binary file `target` in format `fmt` (a key of FORMATS); `info` describes the
+    export (filters, time written) in the formats that have room for it."""
+    FORMATS[fmt].write(rows, target, info or {})
+
+
+def export_filename(granularity: str, start: dt.datetime, end: dt.datetime, fmt: str) -> str:
+    stamp = f"{start.astimezone(dt.UTC):%Y%m%dT%H%M%SZ}-{end.astimezone(dt.UTC):%Y%m%dT%H%M%SZ}"
+    return f"usage-{granularity}-{stamp}.{FORMATS[fmt].extension}"

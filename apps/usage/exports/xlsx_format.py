@@ -1,0 +1,101 @@
+"""XLSX: the rows on sheet "usage" (continued on "usage 2", ... past a sheet's million rows), then a sheet
+"about" with the filters, the row count and what each column means.
+
+openpyxl's write-only mode streams each sheet to a temporary file, so memory stays flat at any size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import BinaryIO
+
+from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
+from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE
+from openpyxl.styles import Font
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet._write_only import WriteOnlyWorksheet
+
+from apps.usage.exports.columns import COLUMN_DOCS, COLUMNS, bucket_text, costs_text
+from apps.usage.models import UsageBucket
+
+# Excel's row limit per sheet, the header row included.
+SHEET_ROWS = 1_048_576
+# Spreadsheets hold numbers as 64-bit floats: integers from here on would lose digits, so they are written as text.
+EXACT_INTEGER_LIMIT = 2**53
+COLUMN_WIDTHS = (24, 20, 27, 12, 12, 14, 40)
+REPLACEMENT = "\ufffd"
+
+
+def usage_xlsx_write(rows: Iterable[UsageBucket], target: BinaryIO, info: Mapping[str, object]) -> None:
+    workbook = Workbook(write_only=True)
+    sheets = 1
+    sheet, sheet_rows, total = _data_sheet(workbook, number=sheets), 1, 0
+    for row in rows:
+        if sheet_rows == SHEET_ROWS:
+            sheets += 1
+            sheet, sheet_rows = _data_sheet(workbook, number=sheets), 1
+        sheet.append(_values(sheet, row))
+        sheet_rows += 1
+        total += 1
+    _about_sheet(workbook, info, total)
+    workbook.save(target)
+
+
+def _data_sheet(workbook: Workbook, *, number: int) -> WriteOnlyWorksheet:
+    sheet = workbook.create_sheet("usage" if number == 1 else f"usage {number}")
+    for index, width in enumerate(COLUMN_WIDTHS, start=1):
+        sheet.column_dimensions[get_column_letter(index)].width = width
+    sheet.freeze_panes = "A2"
+    sheet.append([_bold(sheet, name) for name in COLUMNS])
+    return sheet
+
+
+def _values(sheet: WriteOnlyWorksheet, row: UsageBucket) -> list[object]:
+    return [
+        _text(sheet, row.customer),
+        _text(sheet, row.operation),
+        bucket_text(row),
+        _number(row.allowed),
+        _number(row.denied),
+        _number(row.shadow_denied),
+        _text(sheet, costs_text(row.costs)),
+    ]
+
+
+def _text(sheet: WriteOnlyWorksheet, text: str) -> object:
+    """A text cell that stays text: openpyxl would read "=..." as a formula and "#N/A" as an error value.
+
+    XML cannot hold most control characters at all; each becomes U+FFFD.
+    """
+    text = ILLEGAL_CHARACTERS_RE.sub(REPLACEMENT, text)
+    if not (text.startswith("=") or text in ERROR_CODES):
+        return text
+    cell = WriteOnlyCell(sheet, text)
+    cell.data_type = "s"
+    return cell
+
+
+def _number(value: int) -> int | str:
+    return value if value < EXACT_INTEGER_LIMIT else str(value)
+
+
+def _bold(sheet: WriteOnlyWorksheet, text: str) -> WriteOnlyCell:
+    cell = WriteOnlyCell(sheet, text)
+    cell.font = Font(bold=True)
+    return cell
+
+
+def _about_sheet(workbook: Workbook, info: Mapping[str, object], total: int) -> None:
+    sheet = workbook.create_sheet("about")
+    sheet.column_dimensions["A"].width = 16
+    sheet.column_dimensions["B"].width = 100
+    sheet.append([_bold(sheet, "Usage export")])
+    for name, value in info.items():
+        shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else value
+        sheet.append([name, _text(sheet, str(shown))])
+    sheet.append(["rows", total])
+    sheet.append([])
+    sheet.append([_bold(sheet, "column"), _bold(sheet, "meaning")])
+    for name, meaning in COLUMN_DOCS:
+        sheet.append([name, meaning])

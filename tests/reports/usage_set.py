@@ -1,0 +1,101 @@
+"""A generated usage set spanning several days, customers and operations, and readers that parse each
+export format back into plain rows, to compare with the database."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import random
+
+import openpyxl
+
+from apps.reports.filters import UsageFilters
+from apps.reports.selectors import usage_report_rows
+from tests.usage.factories import UsageDayFactory, UsageHourFactory, UsageMinuteFactory
+
+DAY0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+DAYS = 4
+CUSTOMERS = ("acct-1", "acct-2", 'Büro, "Nord"\nZweig', "cust/ü 漢字")
+OPERATIONS = ("PutRecords", "ModifyShardCount")
+# The largest count a spreadsheet holds exactly; stored counts stay below it.
+BIGGEST_COUNT = 2**53 - 1
+FACTORY_BY_GRANULARITY = {"minute": UsageMinuteFactory, "hour": UsageHourFactory, "day": UsageDayFactory}
+STEP = {"minute": dt.timedelta(minutes=1), "hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1)}
+
+
+def usage_generate(granularity: str = "hour", *, seed: int = 6, per_series: int = 12) -> int:
+    """Rows for every customer × operation, at random buckets over DAYS days, with awkward values; returns the count."""
+    rng = random.Random(seed)
+    buckets = [DAY0 + n * STEP[granularity] for n in range(int(dt.timedelta(days=DAYS) / STEP[granularity]))]
+    count = 0
+    for customer in CUSTOMERS:
+        for operation in OPERATIONS:
+            for bucket in sorted(rng.sample(buckets, min(per_series, len(buckets)))):
+                FACTORY_BY_GRANULARITY[granularity](
+                    customer=customer,
+                    operation=operation,
+                    bucket=bucket,
+                    allowed=rng.choice([0, 1, rng.randrange(10**6), BIGGEST_COUNT]),
+                    denied=rng.randrange(1000),
+                    shadow_denied=rng.choice([0, rng.randrange(10**12)]),
+                    costs=rng.choice(
+                        [{}, {"requests": rng.randrange(10**6)}, {"records": rng.randrange(10**9), "bytes": 2**62 + 7}]
+                    ),
+                )
+                count += 1
+    return count
+
+
+def all_days(granularity: str = "hour", **narrowed) -> UsageFilters:
+    return UsageFilters(granularity=granularity, start=DAY0, end=DAY0 + dt.timedelta(days=DAYS), **narrowed)
+
+
+def db_rows(filters: UsageFilters) -> list[tuple]:
+    """The stored rows the filters select, as the exports must show them."""
+    return [
+        (
+            row.customer,
+            row.operation,
+            row.bucket.astimezone(dt.UTC).isoformat(),
+            row.allowed,
+            row.denied,
+            row.shadow_denied,
+            row.costs,
+        )
+        for row in usage_report_rows(filters=filters)
+    ]
+
+
+def parsed_csv(data: bytes) -> list[tuple]:
+    lines = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+    assert lines[0] == ["customer", "operation", "bucket", "allowed", "denied", "shadow_denied", "costs"]
+    return [(c, o, b, int(a), int(d), int(s), json.loads(costs)) for c, o, b, a, d, s, costs in lines[1:]]
+
+
+def parsed_json(data: bytes) -> list[tuple]:
+    document = json.loads(data)
+    return [
+        (r["customer"], r["operation"], r["bucket"], r["allowed"], r["denied"], r["shadow_denied"], r["costs"])
+        for r in document["rows"]
+    ]
+
+
+def parsed_xlsx(data: bytes) -> list[tuple]:
+    workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True)
+    rows: list[tuple] = []
+    for sheet in workbook.worksheets:
+        if not sheet.title.startswith("usage"):
+            continue
+        values = list(sheet.iter_rows(values_only=True))
+        assert values[0] == ("customer", "operation", "bucket", "allowed", "denied", "shadow_denied", "costs")
+        for c, o, b, a, d, s, costs in values[1:]:
+            # Counts must come back as integers, never as floats that may have lost digits.
+            assert all(type(n) is int for n in (a, d, s)), (a, d, s)
+            rows.append((c, o, b, a, d, s, json.loads(costs)))
+    workbook.close()
+    return rows
+
+
+PARSERS = {"csv": parsed_csv, "json": parsed_json, "xlsx": parsed_xlsx}
