@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ["bench/engine/run.py", "bench/api/run.py"]
+BENCHMARKS = ["bench/engine/run.py", "bench/api/run.py", "bench/sdk/run.py"]
 
 
 def main() -> int:

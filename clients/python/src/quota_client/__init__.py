@@ -1,1 +1,55 @@
-"""Quota Platform client SDK (no Django)."""
+"""Quota Platform client SDK (no Django): checks, batches, put_all, leases, a decorator and back-off policies.
+
+from quota_client import QuotaClient
+
+client = QuotaClient("https://quota.internal", api_key)
+decision = client.check("acct-1", "ListStreams")
+"""
+
+from quota_client.aio import AsyncLease, AsyncQuotaClient
+from quota_client.backoff import Backoff, BackoffMetrics, ExponentialBackoff, LinearBackoff, ResponsiveBackoff
+from quota_client.cache import DenialCache
+from quota_client.client import QuotaClient, __version__
+from quota_client.errors import (
+    AccessDenied,
+    InvalidRequest,
+    LeaseLost,
+    PlatformUnavailable,
+    QuotaError,
+    QuotaExceeded,
+)
+from quota_client.lease import Lease
+from quota_client.transport import HttpResponse, Transport, TransportError, Urllib3Transport
+from quota_client.types import DENIED, OK, OVER_LIMIT, BatchResult, CheckItem, Decision, LimitStatus, PutAllResult
+
+__all__ = [
+    "DENIED",
+    "OK",
+    "OVER_LIMIT",
+    "AccessDenied",
+    "AsyncLease",
+    "AsyncQuotaClient",
+    "Backoff",
+    "BackoffMetrics",
+    "BatchResult",
+    "CheckItem",
+    "Decision",
+    "DenialCache",
+    "ExponentialBackoff",
+    "HttpResponse",
+    "InvalidRequest",
+    "Lease",
+    "LeaseLost",
+    "LimitStatus",
+    "LinearBackoff",
+    "PlatformUnavailable",
+    "PutAllResult",
+    "QuotaClient",
+    "QuotaError",
+    "QuotaExceeded",
+    "ResponsiveBackoff",
+    "Transport",
+    "TransportError",
+    "Urllib3Transport",
+    "__version__",
+]

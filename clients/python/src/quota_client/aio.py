@@ -1,0 +1,158 @@
+"""AsyncQuotaClient: the same surface for asyncio, kept small by standing on the sync client.
+
+Each HTTP exchange runs in a worker thread (`asyncio.to_thread`) over the sync client's connection pool; every
+wait (back-off, put_all rounds, lease renewals) is an `asyncio.sleep`, so no thread sleeps on the client's behalf
+except during the sub-second transport retries of one exchange.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any, Literal, ParamSpec, TypeVar
+
+from quota_client import decorators
+from quota_client.backoff import Backoff
+from quota_client.client import ItemLike, QuotaClient
+from quota_client.decorators import ArgValue
+from quota_client.errors import LeaseLost, QuotaError
+from quota_client.lease import Lease, lease_try, logger
+from quota_client.types import BatchResult, CheckItem, Decision, PutAllResult
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class AsyncQuotaClient:
+    """Takes the same arguments as QuotaClient (and `sleep`: an async function of seconds)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        **options: Any,
+    ) -> None:
+        self.sync = QuotaClient(base_url, api_key, **options)
+        self._sleep = sleep
+
+    async def __aenter__(self) -> AsyncQuotaClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.sync.close)
+
+    async def check(self, customer: str, operation: str, **fields: Any) -> Decision:
+        return await asyncio.to_thread(functools.partial(self.sync.check, customer, operation, **fields))
+
+    async def check_batch(
+        self, items: Iterable[ItemLike], *, mode: Literal["independent", "atomic"] = "independent"
+    ) -> BatchResult:
+        return await asyncio.to_thread(self.sync.check_batch, list(items), mode=mode)
+
+    async def require(self, customer: str, operation: str, *, wait: bool = True, **fields: Any) -> Decision:
+        policy = self.sync.backoff.fresh()
+        while True:
+            decision = await asyncio.to_thread(self.sync.check_item, CheckItem(customer, operation, **fields))
+            admitted, delay = self.sync.next_step(decision, policy, wait)
+            if delay > 0:
+                await self._sleep(delay)
+            if admitted:
+                return decision
+
+    async def put_all(
+        self,
+        items: Sequence[ItemLike],
+        *,
+        batch_size: int = 500,
+        backoff: Backoff | None = None,
+        on_admitted: Callable[[list[int]], object] | None = None,
+    ) -> PutAllResult:
+        run = self.sync.put_all_run(items, batch_size=batch_size, backoff=backoff)
+        while not run.done:
+            batch = run.next_batch()
+            decisions, requests = await asyncio.to_thread(
+                self.sync.decide_batch, [item for _, item in batch], "independent"
+            )
+            run.result.requests += requests
+            admitted, delay = run.record(batch, decisions)
+            if admitted and on_admitted is not None:
+                on_admitted(admitted)
+            if delay > 0:
+                await self._sleep(delay)
+        return run.finish()
+
+    def lease(
+        self, customer: str, operation: str, *, ttl_s: int = 60, renew_every_s: float | None = None,
+        wait: bool = False, **fields: Any,
+    ) -> AsyncLease:  # fmt: skip
+        """`async with client.lease(...) as lease:` — renewed by a task while held, released on exit."""
+        lease = self.sync.lease(customer, operation, ttl_s=ttl_s, renew_every_s=renew_every_s, wait=wait, **fields)
+        return AsyncLease(self, lease, wait)
+
+    def limited(
+        self, operation: str, *, customer: ArgValue, resource: ArgValue = None, costs: ArgValue = None,
+        attributes: ArgValue = None, wait: bool = True,
+    ) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:  # fmt: skip
+        """QuotaClient.limited for `async def` functions."""
+        fields = {"customer": customer, "resource": resource, "costs": costs, "attributes": attributes}
+        return decorators.limited_async(self.require, operation, fields, wait)
+
+
+class AsyncLease:
+    """The async face of a Lease: same attributes (`id`, `lost`, `held`, `raise_if_lost`, `renewals`)."""
+
+    def __init__(self, client: AsyncQuotaClient, lease: Lease, wait: bool) -> None:
+        self.client = client
+        self.lease = lease
+        self._wait = wait
+        self._task: asyncio.Task[None] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.lease, name)
+
+    async def __aenter__(self) -> AsyncLease:
+        sync, lease = self.client.sync, self.lease
+        policy = sync.backoff.fresh()
+        while True:
+            decision, lease_id = await asyncio.to_thread(lease_try, sync, lease.item, lease.ttl_s)
+            admitted, delay = sync.next_step(decision, policy, self._wait)
+            if delay > 0:
+                await self.client._sleep(delay)
+            if admitted:
+                break
+        lease.decision, lease.id = decision, lease_id
+        if lease_id is not None:
+            self._task = asyncio.create_task(self._renew_loop())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await asyncio.to_thread(self.lease.release)
+
+    async def _renew_loop(self) -> None:
+        while True:
+            await self.client._sleep(self.lease.renew_every_s)
+            try:
+                await asyncio.to_thread(self.lease.renew)
+            except LeaseLost:
+                logger.warning("Lease %s is gone; the slot is no longer held.", self.lease.id)
+                return
+            except QuotaError as error:
+                logger.warning("Could not renew lease %s (will try again): %s", self.lease.id, error)
+
+    async def renew(self) -> None:
+        await asyncio.to_thread(self.lease.renew)
+
+    def __repr__(self) -> str:
+        return f"AsyncLease(id={self.lease.id!r}, held={self.lease.held})"
+
+
+__all__ = ["AsyncLease", "AsyncQuotaClient"]

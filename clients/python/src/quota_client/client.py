@@ -1,0 +1,330 @@
+"""QuotaClient: checks, batches, put_all, leases and a decorator, with back-off, a denial cache and a failure mode."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, ParamSpec, TypeVar
+
+from quota_client import decorators, wire
+from quota_client.backoff import Backoff, ExponentialBackoff
+from quota_client.batching import MAX_BATCH_ITEMS, PutAllRun
+from quota_client.cache import DenialCache
+from quota_client.errors import AccessDenied, InvalidRequest, PlatformUnavailable, QuotaError, QuotaExceeded
+from quota_client.lease import Lease
+from quota_client.transport import HttpResponse, Transport, TransportError, Urllib3Transport
+from quota_client.types import OK, BatchResult, CheckItem, Decision, PutAllResult, as_item
+
+logger = logging.getLogger("quota_client")
+
+__version__ = "0.1.0"
+FailureMode = Literal["open", "closed"]
+P = ParamSpec("P")
+R = TypeVar("R")
+ItemLike = CheckItem | Mapping[str, Any]
+ArgValue = decorators.ArgValue
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+def default_backoff() -> Backoff:
+    return ExponentialBackoff(initial_s=0.1, multiplier=2.0, max_s=10.0, jitter=0.2, max_retries=6)
+
+
+class QuotaClient:
+    """A client of one Quota Platform, for one API key. Thread-safe; share one per process.
+
+    failure_mode: what a check says when the platform cannot be reached, times out or fails (5xx) after
+        `transport_retries` retries of the same request: "closed" raises PlatformUnavailable, "open" admits
+        (Decision.failed_open) and logs a warning. The platform's own 503 (`store_unavailable`: its limit is
+        configured `closed`) is raised in both modes.
+    backoff: the policy of the waiting calls (`require`, `lease(wait=True)`, the decorator) and of put_all.
+    max_wait_s: a waiting call gives up at once (QuotaExceeded) when the platform's retry time is further off.
+    cache_denials: remember over-limit refusals until their retry time and answer them locally.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout_s: float = 2.0,
+        failure_mode: FailureMode = "closed",
+        backoff: Backoff | None = None,
+        max_wait_s: float = 30.0,
+        transport_retries: int = 2,
+        cache_denials: bool = True,
+        transport: Transport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
+        if failure_mode not in ("open", "closed"):
+            raise ValueError(f"failure_mode is 'open' or 'closed', not {failure_mode!r}.")
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, not {base_url!r}.")
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self.failure_mode = failure_mode
+        self.backoff = backoff or default_backoff()
+        self.max_wait_s = max_wait_s
+        self.cache = DenialCache(clock=clock) if cache_denials else None
+        self._transport = transport or Urllib3Transport()
+        self._transport_backoff = ExponentialBackoff(
+            initial_s=0.05, multiplier=2.0, max_s=1.0, jitter=0.5, max_retries=transport_retries
+        )
+        self._clock = clock
+        self.sleep = sleep
+        self._headers = {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": f"quota-client-python/{__version__}",
+        }
+
+    # -- plumbing ----------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        self._transport.close()
+
+    def __enter__(self) -> QuotaClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def exchange(self, method: str, path: str, payload: Any = None) -> HttpResponse:
+        """One request, retried on no answer or a passing 5xx with the very same body (so the same request id).
+        Raises PlatformUnavailable when every try failed or on the platform's own 503."""
+        url = self.base_url + path
+        body = None if payload is None else json.dumps(payload, separators=(",", ":")).encode()
+        retry = self._transport_backoff.fresh()
+        while True:
+            try:
+                response = self._transport.request(
+                    method, url, body=body, headers=self._headers, timeout_s=self.timeout_s
+                )
+            except TransportError as error:
+                problem: QuotaError = PlatformUnavailable(
+                    f"The quota platform at {url} did not answer: {error}", code="unreachable"
+                )
+            else:
+                if not wire.is_retryable(response):
+                    if response.status == 503:
+                        raise wire.error_of(response, url)
+                    return response
+                problem = wire.error_of(response, url)
+            delay = retry.retry_delay()
+            if delay is None:
+                raise problem
+            logger.info("Retrying %s %s in %.3f s (same request id): %s", method, path, delay, problem)
+            self.sleep(delay)
+
+    def failed_open(self, error: PlatformUnavailable, request_id: str | None) -> Decision:
+        """Fail-open: admit when the platform is unreachable; anything else (or fail-closed) raises."""
+        if self.failure_mode != "open" or error.code == wire.STORE_UNAVAILABLE:
+            raise error
+        logger.warning("Quota platform unavailable, failing open (admitting): %s", error)
+        return Decision(True, OK, 0, degraded=True, request_id=request_id, failed_open=True)
+
+    # -- checks ------------------------------------------------------------------------------------------------
+    def check(
+        self,
+        customer: str,
+        operation: str,
+        *,
+        resource: str | None = None,
+        attributes: Mapping[str, str] | None = None,
+        costs: Mapping[str, int] | None = None,
+        ip: str | None = None,
+        request_id: str | None = None,
+        dry_run: bool = False,
+    ) -> Decision:
+        """Ask once. Returns the decision whatever it is (allowed, over the limit, denied by a rule); raises
+        InvalidRequest, AccessDenied (bad or unauthorized key) or PlatformUnavailable (fail-closed)."""
+        item = CheckItem(customer, operation, resource, attributes, costs, ip, request_id or new_request_id(), dry_run)
+        return self.check_item(item)
+
+    def check_item(self, item: CheckItem) -> Decision:
+        if item.request_id is None:
+            item = item.with_request_id(new_request_id())
+        cached = self.cache.lookup(item) if self.cache is not None else None
+        if cached is not None:
+            return cached
+        try:
+            response = self.exchange("POST", "/api/v1/check", item.body())
+        except PlatformUnavailable as error:
+            return self.failed_open(error, item.request_id)
+        decision = wire.decision_of(response, self.base_url, item.request_id)
+        if self.cache is not None:
+            self.cache.remember(item, decision)
+        return decision
+
+    def require(
+        self,
+        customer: str,
+        operation: str,
+        *,
+        wait: bool = True,
+        resource: str | None = None,
+        attributes: Mapping[str, str] | None = None,
+        costs: Mapping[str, int] | None = None,
+        ip: str | None = None,
+    ) -> Decision:
+        """Admitted, or an exception: QuotaExceeded (after waiting and retrying with the back-off policy when
+        `wait`), AccessDenied (an access rule). Each try is a new check with a new request id."""
+        policy = self.backoff.fresh()
+        while True:
+            decision = self.check_item(CheckItem(customer, operation, resource, attributes, costs, ip))
+            admitted, delay = self.next_step(decision, policy, wait)
+            if delay > 0:
+                self.sleep(delay)
+            if admitted:
+                return decision
+
+    def next_step(self, decision: Decision, policy: Backoff, wait: bool) -> tuple[bool, float]:
+        """For waiting loops: (admitted?, seconds to sleep now); raises when waiting is pointless or over.
+        An admitted decision may still come with a pause: the responsive policy paces its successes."""
+        if decision.allowed:
+            return True, policy.on_success()
+        if decision.denied:
+            raise AccessDenied("Denied by an access rule.", decision=decision)
+        retry_after = decision.retry_after_s
+        if not wait or retry_after is None or retry_after > self.max_wait_s:
+            raise QuotaExceeded(decision)
+        delay = policy.retry_delay(retry_after)
+        if delay is None:
+            raise QuotaExceeded(decision, f"Still over the limit after {policy.max_retries} retries.")
+        return False, delay
+
+    # -- batches -----------------------------------------------------------------------------------------------
+    def check_batch(
+        self, items: Iterable[ItemLike], *, mode: Literal["independent", "atomic"] = "independent"
+    ) -> BatchResult:
+        """Up to 1000 checks in one call. `independent`: each item decided on its own; `atomic`: all or none."""
+        checks = [as_item(item) for item in items]
+        checks = [item if item.request_id else item.with_request_id(new_request_id()) for item in checks]
+        return BatchResult(tuple(self.decide_batch(checks, mode)[0]))
+
+    def decide_batch(self, checks: list[CheckItem], mode: str) -> tuple[list[Decision], int]:
+        """The decisions, and how many requests it took (0 when the denial cache answered every item)."""
+        if not 1 <= len(checks) <= MAX_BATCH_ITEMS:
+            raise InvalidRequest(f"A batch holds 1 to {MAX_BATCH_ITEMS} checks, not {len(checks)}.")
+        if mode not in ("independent", "atomic"):
+            raise InvalidRequest(f"mode is 'independent' or 'atomic', not {mode!r}.", fields={"mode": [mode]})
+        local = self._cached(checks)
+        if mode == "atomic" and local:
+            refusal = next(iter(local.values()))
+            return [local.get(index, refusal) for index in range(len(checks))], 0
+        sent = [index for index in range(len(checks)) if index not in local]
+        decided = dict(local)
+        if sent:
+            decided.update(zip(sent, self._send_batch([checks[i] for i in sent], mode), strict=True))
+        return [decided[index] for index in range(len(checks))], 1 if sent else 0
+
+    def _cached(self, checks: list[CheckItem]) -> dict[int, Decision]:
+        if self.cache is None:
+            return {}
+        found = ((index, self.cache.lookup(item)) for index, item in enumerate(checks))
+        return {index: decision for index, decision in found if decision is not None}
+
+    def _send_batch(self, checks: list[CheckItem], mode: str) -> list[Decision]:
+        try:
+            response = self.exchange("POST", "/api/v1/check/batch", {"items": [c.body() for c in checks], "mode": mode})
+        except PlatformUnavailable as error:
+            return [self.failed_open(error, check.request_id) for check in checks]
+        body = wire.body_or_raise(response, self.base_url, 200)
+        try:
+            results = zip(body["results"], checks, strict=True)
+            decisions = [Decision.from_body(result, check.request_id) for result, check in results]
+        except (KeyError, TypeError, ValueError) as error:
+            raise PlatformUnavailable(
+                f"The platform's batch answer does not fit the request ({error!r}).", code="unexpected_response"
+            ) from None
+        if self.cache is not None and mode == "independent":
+            for check, decision in zip(checks, decisions, strict=True):
+                self.cache.remember(check, decision)
+        return decisions
+
+    def put_all(
+        self,
+        items: Sequence[ItemLike],
+        *,
+        batch_size: int = 500,
+        backoff: Backoff | None = None,
+        on_admitted: Callable[[list[int]], object] | None = None,
+    ) -> PutAllResult:
+        """Push every item through, resubmitting only the refused ones with back-off (Kinesis PutRecords style).
+
+        Returns the admitted indexes in admission order and the items that failed for good. `on_admitted` is
+        called after each round with the indexes admitted in it (write those records now). The retry limit of
+        the policy counts per item: an item refused more often than that is reported failed.
+        """
+        run = self.put_all_run(items, batch_size=batch_size, backoff=backoff)
+        while not run.done:
+            batch = run.next_batch()
+            decisions, requests = self.decide_batch([item for _, item in batch], "independent")
+            run.result.requests += requests
+            admitted, delay = run.record(batch, decisions)
+            if admitted and on_admitted is not None:
+                on_admitted(admitted)
+            if delay > 0:
+                self.sleep(delay)
+        return run.finish()
+
+    def put_all_run(self, items: Sequence[ItemLike], *, batch_size: int, backoff: Backoff | None) -> PutAllRun:
+        return PutAllRun(
+            [as_item(item) for item in items],
+            batch_size=batch_size,
+            policy=(backoff or self.backoff).fresh(),
+            run_id=new_request_id()[:16],
+            clock=self._clock,
+        )
+
+    # -- leases ------------------------------------------------------------------------------------------------
+    def lease(
+        self,
+        customer: str,
+        operation: str,
+        *,
+        ttl_s: int = 60,
+        renew_every_s: float | None = None,
+        wait: bool = False,
+        resource: str | None = None,
+        attributes: Mapping[str, str] | None = None,
+        ip: str | None = None,
+    ) -> Lease:
+        """A concurrency slot as a context manager: acquired on entry (waiting with the back-off policy when
+        `wait`), renewed in the background every `renew_every_s` (default ttl/3) while held, released on exit,
+        also when the block raises.
+
+            with client.lease("acct-1", "OpenSession", ttl_s=30) as lease:
+                ...  # lease.lost turns true if the platform stopped counting it
+        """
+        item = CheckItem(customer, operation, resource, attributes, None, ip)
+        return Lease(self, item, ttl_s=ttl_s, renew_every_s=renew_every_s, wait=wait)
+
+    # -- decorator ---------------------------------------------------------------------------------------------
+    def limited(
+        self,
+        operation: str,
+        *,
+        customer: ArgValue,
+        resource: ArgValue = None,
+        costs: ArgValue = None,
+        attributes: ArgValue = None,
+        wait: bool = True,
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]:
+        """Check before every call of the decorated function; QuotaExceeded / AccessDenied instead of calling.
+
+        `customer`, `resource`, `costs` and `attributes` are values, or callables given the function's own
+        arguments:
+
+            @client.limited("ListStreams", customer=lambda account, **_: account)
+            def list_streams(account: str) -> list[str]: ...
+        """
+        fields = {"customer": customer, "resource": resource, "costs": costs, "attributes": attributes}
+        return decorators.limited(self.require, operation, fields, wait)
