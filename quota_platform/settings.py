@@ -115,6 +115,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env.str("REDIS_URL", default="")
 # A check waits at most this long for Redis before its limits' failure policies apply.
 QUOTA_REDIS_TIMEOUT_MS = env.int("QUOTA_REDIS_TIMEOUT_MS", default=50)
+# Batches get longer: a 1000-item script costs tens of ms of Redis CPU, and after a timeout the failure
+# policies decide although the script may still run, so a batch should time out only when Redis is gone.
+QUOTA_REDIS_BATCH_TIMEOUT_MS = env.int("QUOTA_REDIS_BATCH_TIMEOUT_MS", default=1000)
 if REDIS_URL:
     CACHES = {
         "default": {
@@ -125,7 +128,17 @@ if REDIS_URL:
                 "SOCKET_CONNECT_TIMEOUT": QUOTA_REDIS_TIMEOUT_MS / 1000,
                 "SOCKET_TIMEOUT": QUOTA_REDIS_TIMEOUT_MS / 1000,
             },
-        }
+        },
+        # The engine's batch calls (apps/enforcement/store.py): same Redis, a longer read timeout.
+        "engine-batch": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "qp-cache",
+            "OPTIONS": {
+                "SOCKET_CONNECT_TIMEOUT": QUOTA_REDIS_TIMEOUT_MS / 1000,
+                "SOCKET_TIMEOUT": QUOTA_REDIS_BATCH_TIMEOUT_MS / 1000,
+            },
+        },
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -29,8 +29,12 @@ def _build_store() -> Store:
 
         from apps.enforcement.seeding import usage_seeds
 
-        connection = get_redis_connection("default")
-        return RedisStore(connection, key_prefix=settings.QUOTA_KEY_PREFIX, seeder=usage_seeds)
+        return RedisStore(
+            get_redis_connection("default"),
+            key_prefix=settings.QUOTA_KEY_PREFIX,
+            seeder=usage_seeds,
+            batch_client=get_redis_connection("engine-batch"),
+        )
     # Embedded default: counters live in this process (make run serves with one worker).
     store = MemoryStore(key_prefix=settings.QUOTA_KEY_PREFIX)
     usage_flusher_start(store, EMBEDDED_FLUSH_INTERVAL_S)

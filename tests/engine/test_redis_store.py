@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import redis
 
 from apps.engine import CheckItem, LimitSpec, ManualClock, MemoryStore
 from apps.engine.store.redis import RedisStore
+from tests.servers import free_port
 
 PER_CUSTOMER = ("customer",)
 EVERY_ALGORITHM = [
@@ -115,3 +117,16 @@ def test_a_long_batch_decides_as_the_reference_models_do(redis_client: redis.Red
         clock.advance(1_500)
     minute = clock.now_ms() // 60_000
     assert stores[0].usage_rows(minute) == stores[1].usage_rows(minute)
+
+
+def test_batches_use_the_batch_client_and_single_checks_the_other(redis_client: redis.Redis, key_prefix: str) -> None:
+    nowhere = redis.Redis(port=free_port(), socket_connect_timeout=0.2)  # nothing listens there
+    store = RedisStore(nowhere, key_prefix, batch_client=redis_client)
+    limit = LimitSpec("per-minute", "fixed_window", 5, period_s=60, key_by=("customer",))
+    pairs = [(CheckItem(f"acct-{n}", "PutRecords"), [limit]) for n in range(3)]
+
+    assert [d.allowed for d in store.check_batch(pairs)] == [True, True, True]
+    with pytest.raises(redis.ConnectionError):
+        store.check(CheckItem("acct-1", "PutRecords"), [limit])
+    with pytest.raises(redis.ConnectionError):
+        store.check_batch(pairs[:1])  # a batch of one is a single check

@@ -74,9 +74,17 @@ class RedisStore:
     """A Store on Redis. key_prefix: starts every key written; clock: None = Redis server time."""
 
     def __init__(
-        self, client: redis.Redis, key_prefix: str, clock: Clock | None = None, seeder: Seeder | None = None
+        self,
+        client: redis.Redis,
+        key_prefix: str,
+        clock: Clock | None = None,
+        seeder: Seeder | None = None,
+        batch_client: redis.Redis | None = None,
     ) -> None:
+        """batch_client: used for batches of more than one check, e.g. with a longer socket timeout (a
+        1000-item script takes tens of ms of Redis CPU, and a timeout does not stop it from running)."""
         self._client = client
+        self._batch_client = batch_client or client
         self._layout = KeyLayout(key_prefix)
         self._clock = clock
         self._seeder = seeder
@@ -103,7 +111,8 @@ class RedisStore:
         atomic = check_mode(mode)
         hint = self._hint.now_ms()
         plans = [plan_item(self._layout, item, limits, hint) for item, limits in pairs]
-        return [_decision(plan, row) for plan, row in zip(plans, self._rows(plans, atomic), strict=True)]
+        rows = self._rows(plans, atomic, self._batch_client if len(plans) > 1 else self._client)
+        return [_decision(plan, row) for plan, row in zip(plans, rows, strict=True)]
 
     def lease_acquire(
         self, item: CheckItem, limit: LimitSpec, ttl_s: int, others: Sequence[LimitSpec] = ()
@@ -155,12 +164,13 @@ class RedisStore:
     def _now_arg(self) -> int | str:
         return "" if self._clock is None else self._clock.now_ms()
 
-    def _rows(self, plans: list[ItemPlan], atomic: bool) -> list[list[Any]]:
+    def _rows(self, plans: list[ItemPlan], atomic: bool, client: redis.Redis | None = None) -> list[list[Any]]:
+        client = client or self._client
         now = self._now_arg()
         seeds: dict[int, tuple[int, int]] = {}
         for _ in range(MAX_SEED_CALLS):
             keys, args, definitions = _encode(plans, atomic, now, self._index_base, self._epoch_key, seeds)
-            rows = self._eval(keys, args)
+            rows = self._eval(client, keys, args)
             if not (rows and rows[0] and rows[0][0] == NEEDS_SEED):
                 break
             seeds.update(self._seeds(rows[0], definitions))
@@ -170,12 +180,12 @@ class RedisStore:
             raise ValueError(f"check.lua answered {len(rows)} rows for {len(plans)} checks")
         return rows
 
-    def _eval(self, keys: list[str], args: list[Any]) -> list[list[Any]]:
+    def _eval(self, client: redis.Redis, keys: list[str], args: list[Any]) -> list[list[Any]]:
         try:
-            rows: list[list[Any]] = self._client.evalsha(self._check.sha, len(keys), *keys, *args)
+            rows: list[list[Any]] = client.evalsha(self._check.sha, len(keys), *keys, *args)
         except NoScriptError:
             # Redis restarted or SCRIPT FLUSH: load once more and retry (what redis-py's Script does).
-            rows = self._check(keys=keys, args=args)
+            rows = self._check(keys=keys, args=args, client=client)
         return rows
 
     def _seeds(self, answer: list[Any], definitions: list[tuple[LimitSpec, CheckItem]]) -> dict[int, tuple[int, int]]:
