@@ -29,10 +29,11 @@ run: install .env ## Serve the platform on embedded defaults (API, admin, worker
 test: install ## Run the whole suite against real PostgreSQL and Redis
 	$(BIN)/python tests/testenv.py $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: install ## ruff check and format check, strict mypy on the engine
+lint: install ## ruff check and format check, strict mypy on the engine and the SDK
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict apps/engine
+	$(BIN)/mypy --strict clients/python/src
 
 fmt: install ## Fix what ruff can fix and format
 	$(BIN)/ruff check --fix .
