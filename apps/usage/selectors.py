@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet, Sum
 
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.exceptions import InvalidInput
@@ -87,3 +87,110 @@ def usage_authorize(*, principal: ApiPrincipal, customer: str | None, operation:
         )
     if operation is not None:
         check_authorize(principal, "", operation)  # a service-wide key may read any customer: only the operation
+
+
+# --- The admin's views of usage: one customer's series, the most throttled and busiest customers ----------
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRange:
+    """A time range the admin offers: which table serves it, its bucket length and how many buckets."""
+
+    key: str
+    label: str
+    granularity: str
+    step: dt.timedelta
+    buckets: int
+
+    def bounds(self, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
+        """[start, end) ending with the bucket `now` falls in, so the right edge of a chart is now."""
+        epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+        end = now - (now - epoch) % self.step + self.step
+        return end - self.step * self.buckets, end
+
+
+# Short ranges read minutes, longer ones the rolled-up hours and days (rolled up every five minutes),
+# so no page reads more than a few hundred rows per operation.
+USAGE_RANGES: dict[str, UsageRange] = {
+    "hour": UsageRange("hour", "last hour", "minute", dt.timedelta(minutes=1), 60),
+    "day": UsageRange("day", "last 24 hours", "hour", dt.timedelta(hours=1), 24),
+    "30d": UsageRange("30d", "last 30 days", "day", dt.timedelta(days=1), 30),
+}
+DEFAULT_USAGE_RANGE = "hour"
+COUNTERS = ("allowed", "denied", "shadow_denied")
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSeries:
+    """A customer's usage over one range: bucket starts, and per operation a list per counter (zeros filled in)."""
+
+    range: UsageRange
+    buckets: list[dt.datetime]
+    operations: dict[str, dict[str, list[int]]]
+
+    def totals(self, operation: str) -> dict[str, int]:
+        return {counter: sum(values) for counter, values in self.operations[operation].items()}
+
+
+def usage_series(*, customer: str, usage_range: UsageRange, now: dt.datetime) -> UsageSeries:
+    """Allowed, denied and shadow-denied per operation and bucket for `customer` over `usage_range`."""
+    start, end = usage_range.bounds(now)
+    buckets = [start + usage_range.step * index for index in range(usage_range.buckets)]
+    rows = (
+        USAGE_TABLES[usage_range.granularity]
+        .objects.filter(customer=customer, bucket__gte=start, bucket__lt=end)
+        .values_list("operation", "bucket", *COUNTERS)
+    )
+    operations: dict[str, dict[str, list[int]]] = {}
+    for operation, bucket, *counts in rows:
+        lines = operations.setdefault(operation, {counter: [0] * len(buckets) for counter in COUNTERS})
+        index = (bucket - start) // usage_range.step  # the bucket it falls in, aligned or not
+        for counter, count in zip(COUNTERS, counts, strict=True):
+            lines[counter][index] += count
+    return UsageSeries(usage_range, buckets, dict(sorted(operations.items())))
+
+
+@dataclass(frozen=True, slots=True)
+class CustomerTotals:
+    customer: str
+    allowed: int
+    denied: int
+    shadow_denied: int
+
+    @property
+    def denied_share(self) -> float:
+        """Denied ÷ all checks decided (0 when there were none)."""
+        decided = self.allowed + self.denied
+        return self.denied / decided if decided else 0.0
+
+
+def _customer_totals(granularity: str, start: dt.datetime, end: dt.datetime) -> QuerySet[UsageBucket]:
+    return (
+        USAGE_TABLES[granularity]
+        .objects.filter(bucket__gte=start, bucket__lt=end)
+        .values("customer")
+        .annotate(total_allowed=Sum("allowed"), total_denied=Sum("denied"), total_shadow=Sum("shadow_denied"))
+    )
+
+
+def _as_totals(rows: QuerySet[UsageBucket]) -> list[CustomerTotals]:
+    return [
+        CustomerTotals(row["customer"], row["total_allowed"], row["total_denied"], row["total_shadow"])  # type: ignore[index]
+        for row in rows
+    ]
+
+
+def usage_most_throttled(
+    *, granularity: str, start: dt.datetime, end: dt.datetime, count: int = 10
+) -> list[CustomerTotals]:
+    """The customers refused most in [start, end), most refusals first (only those refused at least once)."""
+    rows = _customer_totals(granularity, start, end).filter(total_denied__gt=0)
+    return _as_totals(rows.order_by("-total_denied", "customer")[:count])
+
+
+def usage_busiest_customers(
+    *, granularity: str, start: dt.datetime, end: dt.datetime, count: int = 200
+) -> list[CustomerTotals]:
+    """The customers with the most checks in [start, end), busiest first."""
+    rows = _customer_totals(granularity, start, end).annotate(total=F("total_allowed") + F("total_denied"))
+    return _as_totals(rows.order_by("-total", "customer")[:count])

@@ -6,12 +6,6 @@ from pathlib import Path
 import pytest
 
 from quota_platform.celery import app as celery_app
-from tests.browser.conftest import (  # noqa: F401 - the browser tests' fixtures, found by pytest by name
-    browser,
-    browser_key_prefix,
-    browser_server,
-    page,
-)
 
 
 @pytest.fixture(autouse=True)

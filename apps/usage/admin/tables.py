@@ -1,7 +1,4 @@
-"""Read-only admin for the usage tables, tuned for tables too big to count.
-
-Charts and the per-customer usage page come later; these lists are for looking rows up.
-"""
+"""Read-only admin for the usage tables, tuned for tables too big to count."""
 
 from django.contrib import admin
 from django.core.paginator import Paginator

@@ -1,0 +1,131 @@
+"""A customer's usage page: charts per operation, live limits with what they have used, leases held, and the
+monopolization score. The view only gathers: selectors and the inspection module do the work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.safestring import SafeString
+
+from apps.customers.models import Customer
+from apps.enforcement.inspection import CountersUnavailable, LimitState, customer_limit_states
+from apps.limits.models import Algorithm, Limit
+from apps.limits.snapshot import LimitConfig
+from apps.limits.summaries import amount_phrase, key_phrase, period_phrase
+from apps.usage.charts import USAGE_SERIES_STYLE, Series, bucket_labels, line_chart_svg
+from apps.usage.monopolization import FORMULA, MonopolizationScore, dimension_of, monopolization_score
+from apps.usage.selectors import DEFAULT_USAGE_RANGE, USAGE_RANGES, UsageSeries, usage_series
+
+TEMPLATE = "admin/customers/customer/usage.html"
+Y_LABEL = {"minute": "checks per minute", "hour": "checks per hour", "day": "checks per day"}
+
+
+@dataclass(frozen=True)
+class OperationChart:
+    operation: str
+    svg: SafeString
+    totals: dict[str, int]
+    rows: list[tuple[str, int, int, int]]  # bucket label, allowed, denied, shadow-denied (non-empty buckets)
+
+
+@dataclass(frozen=True)
+class LimitRow:
+    state: LimitState
+    limit_id: int | None
+    summary: str
+    dimension: str | None
+    percent: int | None
+
+
+def config_phrase(config: LimitConfig) -> str:
+    """'20 requests per minute per customer' for a limit as it applies (after overrides)."""
+    if config.algorithm == Algorithm.CONCURRENCY:
+        return f"{config.quantity} at once {key_phrase(list(config.key_by))}"
+    period = f"per {config.calendar_period}" if config.calendar_period else period_phrase(config.period_s)
+    burst = f", burst {config.burst}" if config.burst is not None else ""
+    return f"{amount_phrase(config.quantity, config.unit)} {period} {key_phrase(list(config.key_by))}{burst}"
+
+
+def usage_charts(series: UsageSeries) -> list[OperationChart]:
+    labels = bucket_labels(series.buckets, series.range.step)
+    charts = []
+    for operation, lines in series.operations.items():
+        drawn = [
+            Series(key, USAGE_SERIES_STYLE[key][0], USAGE_SERIES_STYLE[key][1], values, dashed=key == "shadow_denied")
+            for key, values in lines.items()
+        ]
+        svg = line_chart_svg(
+            title=f"{operation}, {series.range.label}",
+            x_labels=labels,
+            series=drawn,
+            y_label=Y_LABEL[series.range.granularity],
+            x_label="time (UTC)",
+        )
+        rows = [
+            (labels[index], lines["allowed"][index], lines["denied"][index], lines["shadow_denied"][index])
+            for index in range(len(labels))
+            if lines["allowed"][index] or lines["denied"][index] or lines["shadow_denied"][index]
+        ]
+        charts.append(OperationChart(operation, svg, series.totals(operation), rows))
+    return charts
+
+
+def limit_rows(states: list[LimitState]) -> list[LimitRow]:
+    ids = dict(Limit.objects.filter(name__in=[state.limit.name for state in states]).values_list("name", "pk"))
+    rows = []
+    for state in states:
+        fraction = state.fraction
+        summary = "unlimited" if state.unlimited else config_phrase(state.limit)
+        percent = None if fraction is None else round(100 * fraction)
+        rows.append(LimitRow(state, ids.get(state.limit.name), summary, dimension_of(state), percent))
+    return rows
+
+
+def _range_choice(request: HttpRequest) -> tuple[str, str]:
+    """The range asked for, and a sentence when it was not one we offer."""
+    asked = request.GET.get("range", DEFAULT_USAGE_RANGE)
+    if asked in USAGE_RANGES:
+        return asked, ""
+    offered = ", ".join(USAGE_RANGES)
+    return DEFAULT_USAGE_RANGE, f"“{asked}” is not a range this page offers ({offered}); showing the last hour."
+
+
+def _live(customer: Customer) -> tuple[list[LimitRow], MonopolizationScore | None, str]:
+    try:
+        states = customer_limit_states(customer.external_id)
+    except CountersUnavailable as error:
+        return [], None, error.message
+    return limit_rows(states), monopolization_score(states), ""
+
+
+def customer_usage_view(model_admin: admin.ModelAdmin, request: HttpRequest, customer: Customer) -> HttpResponse:
+    range_key, range_error = _range_choice(request)
+    usage_range = USAGE_RANGES[range_key]
+    series = usage_series(customer=customer.external_id, usage_range=usage_range, now=timezone.now())
+    rows, score, live_error = _live(customer)
+    context: dict[str, Any] = {
+        **model_admin.admin_site.each_context(request),
+        "title": f"Usage of {customer}",
+        "opts": model_admin.opts,
+        "original": customer,
+        "customer": customer,
+        "ranges": USAGE_RANGES.values(),
+        "range": usage_range,
+        "range_error": range_error,
+        "charts": usage_charts(series),
+        "limit_rows": rows,
+        "lease_rows": [row for row in rows if row.state.limit.algorithm == Algorithm.CONCURRENCY],
+        "score": score,
+        "formula": FORMULA,
+        "live_error": live_error,
+        "may_boost": request.user.has_perm("limits.add_override"),
+        "may_add_rule": request.user.has_perm("limits.add_accessrule"),
+        "change_url": reverse("admin:customers_customer_change", args=[customer.pk]),
+    }
+    return TemplateResponse(request, TEMPLATE, context)

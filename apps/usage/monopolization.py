@@ -1,0 +1,95 @@
+"""The monopolization score: how much of what the platform lets one customer hold that customer holds now.
+
+    score = sessions + openings + session time, each term = used ÷ limit for its busiest limit
+
+Which limits feed which term (a limit counts only when it has one number for the customer: counted per
+customer alone, or a concurrency limit, whose leases are summed over its counters):
+- sessions: concurrency limits (leases held ÷ leases allowed at once);
+- openings: other limits whose unit is `requests` (requests in the current window ÷ the limit, or, for
+  token and leaky buckets, the part of the bucket in use);
+- session time: limits whose unit is a time (seconds, milliseconds, minutes, hours, or a unit ending in
+  `_seconds` or `_ms`): time spent in the window ÷ the time allowed.
+A term with no such limit is left out. When a term has several limits the busiest one counts, since it is
+the one that will refuse first: each term is between 0 and 1 (above 1 only after a limit was lowered below
+what is already held), so the score runs from 0 (idle) to the number of terms (every dimension exhausted).
+Limits of other units (records, bytes) measure throughput, not holding, and are not part of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from apps.enforcement.inspection import LimitState
+from apps.limits.models import Algorithm
+
+SESSIONS, OPENINGS, SESSION_TIME = "sessions", "openings", "session time"
+TERMS = (SESSIONS, OPENINGS, SESSION_TIME)
+TIME_UNITS = frozenset({"seconds", "second", "s", "milliseconds", "millisecond", "ms", "minutes", "hours"})
+TIME_UNIT_SUFFIXES = ("_seconds", "_ms")
+FORMULA = (
+    "score = concurrent sessions ÷ session limit + openings in the window ÷ openings limit "
+    "+ session time ÷ session-time limit (each term: its busiest limit; terms without a limit are left out)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreTerm:
+    dimension: str
+    limit: str
+    used: int
+    allowed: int
+
+    @property
+    def ratio(self) -> float:
+        return self.used / self.allowed if self.allowed else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class MonopolizationScore:
+    terms: tuple[ScoreTerm, ...]
+
+    @property
+    def value(self) -> float:
+        return sum(term.ratio for term in self.terms)
+
+    @property
+    def maximum(self) -> int:
+        """What the score reaches when every term's busiest limit is exhausted."""
+        return len(self.terms)
+
+    @property
+    def expression(self) -> str:
+        """The score's arithmetic with its numbers, e.g. '3/5 + 12/20 = 1.20'."""
+        if not self.terms:
+            return "no session, opening or session-time limit applies: 0"
+        parts = " + ".join(f"{term.used:,}/{term.allowed:,}" for term in self.terms)
+        return f"{parts} = {self.value:.2f}"
+
+
+def is_time_unit(unit: str) -> bool:
+    return unit in TIME_UNITS or unit.endswith(TIME_UNIT_SUFFIXES)
+
+
+def dimension_of(state: LimitState) -> str | None:
+    """The term a limit feeds, or None when it feeds none (see the module docstring)."""
+    if state.limit.algorithm == Algorithm.CONCURRENCY:
+        return SESSIONS
+    if state.limit.unit == "requests":
+        return OPENINGS
+    if is_time_unit(state.limit.unit):
+        return SESSION_TIME
+    return None
+
+
+def monopolization_score(states: Sequence[LimitState]) -> MonopolizationScore:
+    """The score of one customer from its limit states (customer_limit_states)."""
+    busiest: dict[str, ScoreTerm] = {}
+    for state in states:
+        dimension = dimension_of(state)
+        if dimension is None or state.used is None or not state.capacity:
+            continue
+        term = ScoreTerm(dimension, state.limit.name, state.used, state.capacity)
+        if dimension not in busiest or term.ratio > busiest[dimension].ratio:
+            busiest[dimension] = term
+    return MonopolizationScore(tuple(busiest[dimension] for dimension in TERMS if dimension in busiest))

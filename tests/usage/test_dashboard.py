@@ -1,0 +1,116 @@
+"""The operators' dashboard on the admin index: throttled customers, customers near a limit, platform health."""
+
+import datetime as dt
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+
+from apps.common.metrics import decision_counted
+from apps.limits.snapshot import config_version_bump
+from apps.ops.jobs import JOBS, periodic_tasks_setup
+from apps.usage import dashboard
+from apps.usage.dashboard import dashboard_build
+from apps.usage.models import UsageHour, UsageMinute
+from tests.customers.factories import CustomerFactory
+from tests.limits.factories import LimitFactory, OperationFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def minute(ago: int) -> dt.datetime:
+    return timezone.now().replace(second=0, microsecond=0) - dt.timedelta(minutes=ago)
+
+
+def this_hour() -> dt.datetime:
+    return timezone.now().replace(minute=0, second=0, microsecond=0)
+
+
+def test_the_most_throttled_now_come_from_the_last_minutes_and_today_from_the_hours(engine) -> None:
+    UsageMinute.objects.create(customer="acct-1", operation="Op", bucket=minute(2), allowed=10, denied=30)
+    UsageMinute.objects.create(customer="acct-2", operation="Op", bucket=minute(5), allowed=10, denied=40)
+    UsageMinute.objects.create(customer="acct-3", operation="Op", bucket=minute(60), denied=99)
+    UsageMinute.objects.create(customer="acct-4", operation="Op", bucket=minute(1), allowed=500)
+    UsageHour.objects.create(customer="acct-3", operation="Op", bucket=this_hour(), allowed=1, denied=99)
+
+    board = dashboard_build()
+
+    assert [(row.customer, row.denied) for row in board.throttled_now] == [("acct-2", 40), ("acct-1", 30)]
+    assert board.throttled_now[0].denied_share == 0.8
+    assert [row.customer for row in board.throttled_today] == ["acct-3"]
+
+
+def test_customers_above_80_percent_of_a_limit_are_listed_fullest_first(engine, api) -> None:
+    LimitFactory(name="streams", operation=OperationFactory(name="ListStreams"), quantity=10)
+    for customer, checks in (("acct-1", 9), ("acct-2", 5), ("acct-3", 10)):
+        CustomerFactory(external_id=customer)
+        UsageHour.objects.create(customer=customer, operation="ListStreams", bucket=this_hour(), allowed=checks)
+        for _ in range(checks):
+            api.post("/api/v1/check", {"customer": customer, "operation": "ListStreams"}, format="json")
+
+    board = dashboard_build()
+
+    assert [(near.customer, near.limit, near.percent) for near in board.near_limits] == [
+        ("acct-3", "streams", 100),
+        ("acct-1", "streams", 90),
+    ]
+
+
+def test_platform_status_config_version_and_jobs_are_reported(engine) -> None:
+    periodic_tasks_setup()
+    PeriodicTask.objects.filter(name="flush_usage").update(last_run_at=timezone.now(), total_run_count=7)
+    config_version_bump()
+
+    board = dashboard_build()
+
+    assert {(service.name, service.ok) for service in board.services} == {("PostgreSQL", True), ("Redis", True)}
+    assert board.config.version >= 1
+    jobs = {job.name: job for job in board.jobs}
+    assert set(jobs) == set(JOBS)
+    assert (jobs["flush_usage"].runs, jobs["rollup_usage"].last_run_at) == (7, None)
+    assert all(job.scheduled and job.enabled for job in jobs.values())
+
+
+def test_degraded_decisions_are_counted_by_operation(engine) -> None:
+    before = dashboard_build().degraded.by_operation
+    decision_counted(operation="DashboardTestOp", outcome="OK", degraded=3, count=3)
+
+    after = dict(dashboard_build().degraded.by_operation)
+
+    assert after["DashboardTestOp"] == dict(before).get("DashboardTestOp", 0) + 3
+
+
+def test_the_index_shows_the_dashboard_with_a_chart_and_a_never_run_job(admin_client, engine) -> None:
+    UsageMinute.objects.create(customer="acct-9", operation="Op", bucket=minute(1), allowed=1, denied=3)
+
+    page = admin_client.get("/admin/").content.decode()
+
+    assert 'id="quota-dashboard"' in page
+    assert 'data-label="acct-9" data-value="3"' in page
+    assert "not scheduled: run manage.py setup_periodic_tasks" in page
+    assert "PostgreSQL: up" in page
+
+
+def test_a_panel_that_fails_says_so_and_the_others_still_show(admin_client, engine, monkeypatch) -> None:
+    def broken():
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(dashboard, "job_statuses", broken)
+
+    response = admin_client.get("/admin/")
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "The beat schedule could not be read (disk on fire)." in page
+    assert "PostgreSQL: up" in page
+
+
+def test_the_dashboard_needs_permission_to_view_customers(client, engine) -> None:
+    client.force_login(User.objects.create_user("guest", password="pw", is_staff=True))
+    UsageMinute.objects.create(customer="acct-secret", operation="Op", bucket=minute(1), denied=3)
+
+    page = client.get("/admin/").content.decode()
+
+    assert "acct-secret" not in page
+    assert "it needs the “Can view customer” permission" in page
