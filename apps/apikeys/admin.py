@@ -17,6 +17,7 @@ from django.utils.cache import add_never_cache_headers
 
 from apps.apikeys.models import ApiKey, Service
 from apps.apikeys.services import IssuedKey, api_key_create, api_key_revoke
+from apps.history.admin import HistoryAdminMixin
 
 HASH_PREVIEW_CHARS = 8
 # Where save_form leaves the freshly issued key for response_add, on this request only.
@@ -25,7 +26,7 @@ ISSUED_TEMPLATE = "admin/apikeys/apikey/issued.html"
 
 
 @admin.register(Service)
-class ServiceAdmin(admin.ModelAdmin):
+class ServiceAdmin(HistoryAdminMixin, admin.ModelAdmin):
     # Counting annotations drop Meta.ordering (GROUP BY), so the order is given here.
     ordering = ("name",)
     list_display = ("name", "description", "operation_names", "active_key_count", "updated_at")
@@ -65,7 +66,7 @@ class KeyStatusFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(HistoryAdminMixin, admin.ModelAdmin):
     list_display = ("prefix", "name", "service", "customer", "is_active", "created_at", "last_used_at")
     list_filter = (KeyStatusFilter, ("service", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("service", "customer")

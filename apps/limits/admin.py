@@ -11,6 +11,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.text import Truncator
 
+from apps.history.admin import HistoryAdminMixin
 from apps.limits.models import AccessRule, Limit, Operation, Override
 from apps.limits.summaries import limit_summary
 
@@ -27,7 +28,7 @@ def _reason_preview(reason: str) -> str:
 
 
 @admin.register(Operation)
-class OperationAdmin(admin.ModelAdmin):
+class OperationAdmin(HistoryAdminMixin, admin.ModelAdmin):
     # Counting annotations drop Meta.ordering (GROUP BY), so the order is given here.
     ordering = ("name",)
     list_display = ("name", "description", "limit_count", "updated_at")
@@ -65,7 +66,7 @@ class LimitAdminForm(forms.ModelForm):
 
 
 @admin.register(Limit)
-class LimitAdmin(admin.ModelAdmin):
+class LimitAdmin(HistoryAdminMixin, admin.ModelAdmin):
     form = LimitAdminForm
     list_display = ("name", "operation", "summary", "plan", "mode", "updated_at")
     list_filter = (
@@ -123,7 +124,7 @@ def in_force_now() -> ExpressionWrapper:
 
 
 @admin.register(Override)
-class OverrideAdmin(admin.ModelAdmin):
+class OverrideAdmin(HistoryAdminMixin, admin.ModelAdmin):
     list_display = ("customer", "limit", "resource", "amount", "starts", "ends", "in_force", "reason_preview")
     list_filter = (InForceFilter, "unlimited", ("limit", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("customer", "limit")
@@ -174,7 +175,7 @@ class ExpiryFilter(admin.SimpleListFilter):
 
 
 @admin.register(AccessRule)
-class AccessRuleAdmin(admin.ModelAdmin):
+class AccessRuleAdmin(HistoryAdminMixin, admin.ModelAdmin):
     list_display = ("action", "matcher", "operation", "expires", "reason_preview", "created_at")
     list_filter = ("action", ExpiryFilter, ("operation", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("customer", "operation")

@@ -2,11 +2,12 @@
 
 from django.contrib import admin
 
+from apps.history.admin import HistoryAdminMixin
 from apps.toggles.models import FeatureToggle
 
 
 @admin.register(FeatureToggle)
-class FeatureToggleAdmin(admin.ModelAdmin):
+class FeatureToggleAdmin(HistoryAdminMixin, admin.ModelAdmin):
     list_display = ("name", "enabled", "source", "description", "updated_at")
     list_editable = ("enabled",)
     list_filter = ("enabled", "source")
