@@ -30,7 +30,7 @@ from apps.limits.models import Mode, StoreFailurePolicy
 from apps.limits.snapshot import LimitConfig
 
 MINUTE_MS = 60_000
-_layout = KeyLayout("fallback")
+fallback_layout = KeyLayout("fallback")  # keys of the database policy's windows (unblock.py reads them too)
 _local_store = MemoryStore(key_prefix="local")
 
 UPSERT_SQL = (
@@ -88,7 +88,7 @@ def _ms(value: int) -> dt.datetime:
 
 def _count_in_database(item: CheckItem, limit: LimitConfig, now_ms: int) -> LimitResult:
     window = database_window(limit, item.timezone, now_ms)
-    key = _layout.counter_keys(limit_spec_of(limit), item)[0]
+    key = fallback_layout.counter_keys(limit_spec_of(limit), item)[0]
     cost = item.cost_of(limit.unit)
     table = connection.ops.quote_name(FallbackCounter._meta.db_table)
     with connection.cursor() as cursor:

@@ -9,7 +9,6 @@ keyed by more than the customer have no single per-customer number and say so.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -23,7 +22,6 @@ from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_store
 from apps.engine import CheckItem, MemoryStore, Store
 from apps.engine.keys import ALGORITHM_CODES, enc
-from apps.engine.reference import concurrency
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, Mode
 from apps.limits.snapshot import LimitConfig, Snapshot
@@ -31,7 +29,6 @@ from apps.limits.snapshot_holder import snapshot_holder
 
 REQUESTS = "requests"
 DRY_RUN_CHUNK = 500
-SCAN_COUNT = 1000
 
 
 class CountersUnavailable(ApplicationError):
@@ -160,10 +157,6 @@ def _dry_run(customer: str, limit: LimitConfig, timezone: str) -> CheckItem:
 # two stores it ships (RedisStore, MemoryStore). They only read the key layout documented in keys.py.
 
 
-def _glob_escape(text: str) -> str:
-    return re.sub(r"([\\*?\[\]])", r"\\\1", text)
-
-
 def customer_key_head(prefix: str, customer: str) -> str:
     """The start of every counter key of `customer` under `prefix` (its hash tag; keys.py)."""
     return f"{prefix}:c:{{c={enc(customer)}}}:"
@@ -179,51 +172,23 @@ def is_limit_key(rest: str, limit: LimitConfig) -> bool:
 
 def customer_counter_keys(store: Store, customer: str, limit: LimitConfig) -> list[str]:
     """Every counter key `limit` keeps for `customer` in `store` (all resources, all bucket periods)."""
-    if isinstance(store, RedisStore):
-        head = customer_key_head(store._layout.prefix, customer)
-        pattern = _glob_escape(head + ALGORITHM_CODES[limit.algorithm]) + "*"
-        found = [_text(key) for key in store._client.scan_iter(match=pattern, count=SCAN_COUNT)]
-    elif isinstance(store, MemoryStore):
-        head = customer_key_head(store._layout.prefix, customer)
-        with store._lock:
-            found = [key for key in store._states if key.startswith(head)]
-    else:
-        raise CountersUnavailable(f"Counters of a {type(store).__name__} cannot be listed.")
-    return sorted(key for key in found if is_limit_key(key[len(head) :], limit))
+    store = _inspectable(store)
+    head = customer_key_head(store.key_prefix, customer)
+    found = store.counter_keys(head + ALGORITHM_CODES[limit.algorithm])
+    return [key for key in found if is_limit_key(key[len(head) :], limit)]
 
 
 def counter_keys_delete(store: Store, keys: Sequence[str]) -> int:
     """Delete `keys` from `store`; the number that existed."""
-    if not keys:
-        return 0
-    if isinstance(store, RedisStore):
-        return int(store._client.delete(*keys))
-    if isinstance(store, MemoryStore):
-        with store._lock:
-            return sum(store._states.pop(key, None) is not None for key in keys)
-    raise CountersUnavailable(f"Counters of a {type(store).__name__} cannot be deleted.")
+    return _inspectable(store).counters_delete(keys)
 
 
 def leases_held(store: Store, customer: str, limit: LimitConfig) -> int:
     """Live leases of concurrency `limit` that `customer` holds, over all its counters (e.g. resources)."""
-    keys = customer_counter_keys(store, customer, limit)
-    if isinstance(store, RedisStore):
-        now = store._clock.now_ms() if store._clock is not None else _redis_now_ms(store._client)
-        pipe = store._client.pipeline(transaction=False)
-        for key in keys:
-            pipe.zcount(key, f"({now}", "+inf")
-        return sum(int(count) for count in pipe.execute())
-    if isinstance(store, MemoryStore):
-        now = store._clock.now_ms()
-        with store._lock:
-            return sum(len(concurrency.live(store._read(key, now), now)) for key in keys)
-    return 0
+    return _inspectable(store).leases_live(customer_counter_keys(store, customer, limit))
 
 
-def _redis_now_ms(client: redis.Redis) -> int:
-    seconds, micros = client.time()
-    return int(seconds) * 1000 + int(micros) // 1000
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+def _inspectable(store: Store) -> RedisStore | MemoryStore:
+    if not isinstance(store, RedisStore | MemoryStore):
+        raise CountersUnavailable(f"Counters of a {type(store).__name__} cannot be listed or deleted.")
+    return store

@@ -17,7 +17,7 @@ from django.db import transaction
 from apps.common.exceptions import ApplicationError
 
 # The database policy's counter keys follow the engine layout under their own prefix.
-from apps.enforcement.fallback import _layout as fallback_layout
+from apps.enforcement.fallback import fallback_layout
 from apps.enforcement.inspection import (
     CountersUnavailable,
     counter_keys_delete,

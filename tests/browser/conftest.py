@@ -1,5 +1,5 @@
-"""Browser fixtures: one headless Chromium and one production server (gunicorn, static files collected) for the
-whole session, a fresh page per test, and an operator to log in as. Tests using them need
+"""Browser fixtures: one production server (gunicorn, static files collected) for the whole session, one
+headless Chromium per test module, a fresh page per test, and an operator to log in as. Tests using them need
 `@pytest.mark.django_db(transaction=True)`: the server is another process and sees only committed rows."""
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from tests.support.live_server import LiveServer
 OPERATOR_PASSWORD = "operator-password-for-tests"  # noqa: S105 - a throwaway test account
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    # Not session-wide: while Playwright's sync API runs, its event loop is the running loop of this thread,
+    # and every later test in the same process that calls asyncio.run() would fail.
     with chromium() as launched:
         yield launched
 

@@ -66,6 +66,20 @@ def wait_for_recovery(server: LiveServer, key: str) -> None:
         time.sleep(0.1)
 
 
+def checks_until_refused(server: LiveServer, key: str, operation: str) -> list[tuple[int, dict, float]]:
+    """Checks until Redis itself refuses one (a degraded answer neither counts nor refuses)."""
+    results: list[tuple[int, dict, float]] = []
+    while not results or results[-1][0] != 429:
+        assert len(results) < 2 * DAILY_QUOTA, "never refused"
+        results.append(check(server, key, operation))
+    return results
+
+
+def counted(results: list[tuple[int, dict, float]]) -> int:
+    """Admissions decided by Redis: a check that timed out (a busy machine) was decided by policy instead."""
+    return sum(1 for status, body, _ in results if status == 200 and not body["degraded"])
+
+
 def p99(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=100)[98]
 
@@ -85,7 +99,7 @@ def test_redis_killed_then_paused_never_gives_a_5xx_and_each_policy_holds(key_pr
     try:
         with LiveServer(tmp_path, redis_url=redis_server.url, key_prefix=key_prefix, workers=2, **env) as server:
             healthy = phase(server, key)
-            daily_before = [check(server, key, "Daily")[0] for _ in range(USED_BEFORE_LOSS)]
+            daily_before = [check(server, key, "Daily") for _ in range(USED_BEFORE_LOSS)]
             flush_everything(redis_server.url, key_prefix)
             redis_server.signal(signal.SIGKILL)
             redis_server.process.wait(timeout=10)
@@ -95,7 +109,7 @@ def test_redis_killed_then_paused_never_gives_a_5xx_and_each_policy_holds(key_pr
             paused = phase(server, key)
             redis_server.signal(signal.SIGCONT)
             wait_for_recovery(server, key)
-            daily_after = [check(server, key, "Daily")[0] for _ in range(DAILY_QUOTA)]
+            daily_after = checks_until_refused(server, key, "Daily")
     finally:
         redis_server.cleanup()
 
@@ -111,7 +125,8 @@ def test_redis_killed_then_paused_never_gives_a_5xx_and_each_policy_holds(key_pr
         print(f"checks={len(latencies)} p50={statistics.median(latencies):.1f}ms p99={p99(latencies):.1f}ms")
         assert p99(latencies) < TIMEOUT_BUDGET_MS * 4, f"p99 {p99(latencies):.1f} ms while Redis was away"
 
-    assert daily_before == [200] * USED_BEFORE_LOSS
-    # Redis came back empty; the daily counter was re-seeded from PostgreSQL, not reset to zero.
-    assert daily_after.count(200) == DAILY_QUOTA - USED_BEFORE_LOSS
-    assert set(daily_after) == {200, 429}
+    assert [status for status, _, _ in daily_before] == [200] * USED_BEFORE_LOSS
+    assert counted(daily_before) >= USED_BEFORE_LOSS - 5, "too many checks timed out to test anything"
+    # Redis came back empty; the daily counter was re-seeded from PostgreSQL, not reset to zero. Exactly 20 are
+    # left when all 30 were counted; a check that timed out may or may not have run its script (counted or not).
+    assert DAILY_QUOTA - USED_BEFORE_LOSS <= counted(daily_after) <= DAILY_QUOTA - counted(daily_before)

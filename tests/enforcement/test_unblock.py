@@ -105,7 +105,7 @@ def test_unblocking_is_recorded_in_the_history_with_who_and_what(api, engine, pe
 def test_unblocking_also_forgets_what_the_database_policy_counted(engine, per_minute) -> None:
     config = config_of("streams-per-minute")
     now = timezone.now()
-    head = f"{fallback._layout.prefix}:c:{{c=acct-1}}:fw:streams-per-minute:c=acct-1"
+    head = f"{fallback.fallback_layout.prefix}:c:{{c=acct-1}}:fw:streams-per-minute:c=acct-1"
     FallbackCounter.objects.create(key=head, window_start=now, window_end=now + dt.timedelta(minutes=1), used=2)
     FallbackCounter.objects.create(
         key=head.replace("acct-1", "acct-2"), window_start=now, window_end=now + dt.timedelta(minutes=1), used=2

@@ -96,6 +96,28 @@ class MemoryStore:
         with self._lock:
             self._usage.pop(minute, None)
 
+    # Operator tools, as on RedisStore.
+
+    @property
+    def key_prefix(self) -> str:
+        return self._layout.prefix
+
+    def counter_keys(self, head: str) -> list[str]:
+        """The live keys that start with `head`, sorted."""
+        with self._lock:
+            return sorted(key for key in self._states if key.startswith(head))
+
+    def counters_delete(self, keys: Sequence[str]) -> int:
+        """Delete `keys`; how many existed."""
+        with self._lock:
+            return sum(self._states.pop(key, None) is not None for key in keys)
+
+    def leases_live(self, keys: Sequence[str]) -> int:
+        """Unexpired leases in the concurrency counters `keys`."""
+        with self._lock:
+            now = self._clock.now_ms()
+            return sum(len(concurrency.live(self._read(key, now), now)) for key in keys)
+
     def _run(self, plans: list[ItemPlan], atomic: bool) -> list[Outcome]:
         with self._lock:
             now = self._clock.now_ms()

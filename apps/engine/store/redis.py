@@ -17,6 +17,7 @@ Every number of a call travels in one argument, packed as little-endian doubles 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from importlib import resources
 from struct import pack
@@ -160,6 +161,33 @@ class RedisStore:
         index = self._layout.usage_index_key(minute)
         keys = [_text(key) for key in self._client.smembers(index)]
         self._client.delete(index, *keys)
+
+    # Operator tools (admin usage page, unblock): SCAN and plain commands, never on the hot path.
+
+    @property
+    def key_prefix(self) -> str:
+        return self._layout.prefix
+
+    def counter_keys(self, head: str) -> list[str]:
+        """The keys that start with `head`, sorted."""
+        pattern = re.sub(r"([\\*?\[\]])", r"\\\1", head) + "*"
+        return sorted(_text(key) for key in self._client.scan_iter(match=pattern, count=1000))
+
+    def counters_delete(self, keys: Sequence[str]) -> int:
+        """Delete `keys`; how many existed."""
+        return int(self._client.delete(*keys)) if keys else 0
+
+    def leases_live(self, keys: Sequence[str]) -> int:
+        """Unexpired leases in the concurrency counters `keys`."""
+        if self._clock is not None:
+            now = self._clock.now_ms()
+        else:
+            seconds, micros = self._client.time()
+            now = int(seconds) * 1000 + int(micros) // 1000
+        pipe = self._client.pipeline(transaction=False)
+        for key in keys:
+            pipe.zcount(key, f"({now}", "+inf")
+        return sum(int(count) for count in pipe.execute())
 
     def _now_arg(self) -> int | str:
         return "" if self._clock is None else self._clock.now_ms()
