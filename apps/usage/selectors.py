@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from django.db.models import F, Q, QuerySet, Sum
+from django.db.models import F, QuerySet, Sum
 
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.exceptions import InvalidInput
@@ -23,15 +23,6 @@ ORDER = ("bucket", "customer", "operation")
 
 
 @dataclass(frozen=True, slots=True)
-class UsageQuery:
-    granularity: str
-    start: dt.datetime
-    end: dt.datetime
-    customer: str | None = None
-    operation: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class Position:
     """The last row a page showed: the next page starts after it (keyset pagination in ORDER)."""
 
@@ -44,34 +35,6 @@ class Position:
 class UsagePage:
     rows: list[UsageBucket]
     next: Position | None
-
-
-def usage_rows(*, principal: ApiPrincipal, query: UsageQuery) -> QuerySet[UsageBucket]:
-    """The rows `principal` may see for `query`, in ORDER (authorized now, read when iterated)."""
-    usage_authorize(principal=principal, customer=query.customer, operation=query.operation)
-    rows = USAGE_TABLES[query.granularity].objects.filter(bucket__gte=query.start, bucket__lt=query.end)
-    if query.customer is not None:
-        rows = rows.filter(customer=query.customer)
-    if query.operation is not None:
-        rows = rows.filter(operation=query.operation)
-    elif principal.operations:
-        rows = rows.filter(operation__in=principal.operations)
-    return rows.order_by(*ORDER)
-
-
-def usage_page(*, principal: ApiPrincipal, query: UsageQuery, after: Position | None, size: int) -> UsagePage:
-    rows = usage_rows(principal=principal, query=query)
-    if after is not None:
-        rows = rows.filter(
-            Q(bucket__gt=after.bucket)
-            | Q(bucket=after.bucket, customer__gt=after.customer)
-            | Q(bucket=after.bucket, customer=after.customer, operation__gt=after.operation)
-        )
-    found = list(rows[: size + 1])
-    if len(found) <= size:
-        return UsagePage(found, None)
-    last = found[size - 1]
-    return UsagePage(found[:size], Position(last.bucket, last.customer, last.operation))
 
 
 def usage_authorize(*, principal: ApiPrincipal, customer: str | None, operation: str | None) -> None:
