@@ -3,6 +3,7 @@
 import os
 import secrets
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -11,6 +12,7 @@ import urllib.request
 
 import pytest
 
+from apps.ops.jobs import JOBS
 from tests.servers import free_port, repository_root
 
 STARTUP_TIMEOUT_S = 120
@@ -82,6 +84,9 @@ def test_the_embedded_platform_serves_health_admin_and_static_files_then_stops_o
     assert get(f"{base_url}/static/admin/css/base.css")[0] == 200
     assert "login: admin / " in (tmp_path / "out.log").read_text()
     assert (tmp_path / "var" / "db.sqlite3").exists()
+    with sqlite3.connect(tmp_path / "var" / "db.sqlite3") as database:
+        scheduled = {name for (name,) in database.execute("SELECT name FROM django_celery_beat_periodictask")}
+    assert set(JOBS) <= scheduled  # the beat jobs run under make run too
 
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=60) == 0

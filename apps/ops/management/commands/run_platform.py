@@ -49,6 +49,8 @@ class Command(BaseCommand):
         call_command("collectstatic", interactive=False, verbosity=0)
         self.stdout.write("Loading the demo data …")
         call_command("load_demo", stdout=self.stdout)
+        self.stdout.write("Scheduling the beat jobs (flush, rollup, purge, toggle refresh) …")
+        call_command("setup_periodic_tasks", stdout=self.stdout)
 
     def _admin_password(self) -> str:
         """One admin per installation; its password is kept (mode 600) so every `make run` prints the same."""
