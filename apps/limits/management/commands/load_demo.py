@@ -15,7 +15,10 @@ class Command(BaseCommand):
         loaded = demo_load()
         self.stdout.write("Demo data: " + "\n".join(loaded.report.lines()))
         if loaded.issued_key is None:
-            self.stdout.write(f"{DEMO_SERVICE} already has an active API key; no new key was made.")
+            self.stdout.write(
+                f"{DEMO_SERVICE} already has an active API key (its secret was shown once, when it was made). "
+                f"For a new one: .venv/bin/python manage.py create_api_key --service {DEMO_SERVICE}"
+            )
             return
         self.stdout.write(f"API key for {DEMO_SERVICE} (it will not be shown again):")
         self.stdout.write(f"  {loaded.issued_key.secret}")
