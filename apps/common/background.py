@@ -8,11 +8,37 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 logger = logging.getLogger(__name__)
+
+
+class PeriodicThread(threading.Thread):
+    """Calls `action` every `interval_s()` seconds in a daemon thread until `stop()`. A failing round is
+    logged and the next one tries again; the thread's database connections are closed as Django expects."""
+
+    def __init__(self, name: str, action: Callable[[], Any], interval_s: Callable[[], float]) -> None:
+        super().__init__(name=name, daemon=True)
+        self._action = action
+        self._interval_s = interval_s
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.join()
+
+    def run(self) -> None:
+        from django.db import close_old_connections, connections
+
+        while not self._stopped.wait(self._interval_s()):
+            try:
+                self._action()
+            except Exception:  # background work only: never let it take the thread down
+                logger.exception("Background work %s failed; will try again", self.name)
+            finally:
+                close_old_connections()
+        connections.close_all()
 
 
 class BackgroundRecorder:
@@ -22,29 +48,17 @@ class BackgroundRecorder:
         self._interval_s = interval_s
         self._pending: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._thread: PeriodicThread | None = None
 
     def record(self, key: str, value: Any) -> None:
         self._pending[key] = value
         if self._thread is None and self._interval_s() > 0:
             with self._lock:
                 if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                    self._thread = PeriodicThread(self._name, self.flush, self._interval_s)
                     self._thread.start()
 
     def flush(self) -> Any:
         with self._lock:
             pending, self._pending = self._pending, {}
         return self._write(pending) if pending else None
-
-    def _run(self) -> None:
-        from django.db import close_old_connections
-
-        while True:
-            time.sleep(self._interval_s())
-            try:
-                self.flush()
-            except Exception:  # bookkeeping only: never let it take the thread down
-                logger.exception("Background write %s failed; will try again", self._name)
-            finally:
-                close_old_connections()

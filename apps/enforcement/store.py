@@ -9,15 +9,14 @@ Tests swap the store (own key prefix, a ManualClock) with engine_store_use().
 
 from __future__ import annotations
 
-import logging
 import threading
 
 from django.conf import settings
 
+from apps.common.background import PeriodicThread
 from apps.engine import MemoryStore, Store
 from apps.engine.store.redis import RedisStore
 
-logger = logging.getLogger(__name__)
 EMBEDDED_FLUSH_INTERVAL_S = 20.0  # the flush takes minutes before the last one: rows land 1-2 minutes late
 _store: Store | None = None
 _lock = threading.Lock()
@@ -56,36 +55,11 @@ def engine_store_use(store: Store | None) -> None:
     _store = store
 
 
-def usage_flusher_start(store: Store, interval_s: float) -> UsageFlusher:
-    """Flush `store`'s completed minutes to the database every `interval_s`, in a daemon thread."""
-    flusher = UsageFlusher(store, interval_s)
+def usage_flusher_start(store: Store, interval_s: float) -> PeriodicThread:
+    """Flush `store`'s completed minutes to the database every `interval_s`, in a daemon thread (a failed
+    round is retried by the next: the flush is exactly-once whatever fails, usage/services/flush.py)."""
+    from apps.usage.services import usage_flush
+
+    flusher = PeriodicThread("usage-flusher", lambda: usage_flush(store=store), lambda: interval_s)
     flusher.start()
     return flusher
-
-
-class UsageFlusher(threading.Thread):
-    def __init__(self, store: Store, interval_s: float) -> None:
-        super().__init__(name="usage-flusher", daemon=True)
-        self._store = store
-        self._interval_s = interval_s
-        self._stopped = threading.Event()
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self.join()
-
-    def run(self) -> None:
-        from django.db import close_old_connections, connections
-
-        from apps.usage.services import usage_flush
-
-        while not self._stopped.wait(self._interval_s):
-            try:
-                usage_flush(store=self._store)
-            except (
-                Exception
-            ):  # the next round retries: a flush is exactly-once whatever fails (usage/services/flush.py)
-                logger.exception("In-process usage flush failed; will try again")
-            finally:
-                close_old_connections()
-        connections.close_all()  # this thread's own connections

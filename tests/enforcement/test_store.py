@@ -1,6 +1,5 @@
 """The embedded default (no REDIS_URL): the web process flushes its own in-process usage."""
 
-import threading
 import time
 
 import pytest
@@ -48,4 +47,3 @@ def test_the_embedded_store_starts_its_flusher(settings, monkeypatch) -> None:
         engine_store_use(None)
     assert isinstance(built, MemoryStore)
     assert started == [built]
-    assert threading.current_thread().name != "usage-flusher"
