@@ -3,7 +3,7 @@
 import functools
 
 from apps.engine import LimitSpec
-from apps.limits.models import Mode
+from apps.limits.models import Algorithm, Mode
 from apps.limits.snapshot import LimitConfig
 
 CALENDAR_WINDOW_S = {"day": 86400, "week": 604800, "month": 2592000}
@@ -27,7 +27,8 @@ def limit_spec_of(config: LimitConfig) -> LimitSpec:
 
 def seedable(config: LimitConfig) -> bool:
     """Can usage recorded per customer and operation rebuild this limit's counter? (seeding.py)"""
-    windowed = config.algorithm == "calendar" or (config.algorithm == "fixed_window" and (config.period_s or 0) >= 60)
+    fixed = config.algorithm == Algorithm.FIXED_WINDOW and (config.period_s or 0) >= 60
+    windowed = config.algorithm == Algorithm.CALENDAR or fixed
     keyed = config.key_by == ("customer",) or (config.key_by == () and config.plan is None)
     return windowed and keyed and not config.match and config.mode == Mode.ENFORCE
 
