@@ -21,7 +21,7 @@ from apps.enforcement.resolution import CheckTarget, active_override, apply_over
 from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_store
 from apps.engine import CheckItem, MemoryStore, Store
-from apps.engine.keys import ALGORITHM_CODES, enc
+from apps.engine.keys import ALGORITHM_CODES, KeyLayout, enc
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, Mode
 from apps.limits.snapshot import LimitConfig, Snapshot
@@ -153,13 +153,12 @@ def _dry_run(customer: str, limit: LimitConfig, timezone: str) -> CheckItem:
 
 
 # --- Raw counter keys: scanning a customer's hash tag ------------------------------------------------
-# The engine's Store protocol has no way to list or delete keys yet, so these two helpers reach into the
-# two stores it ships (RedisStore, MemoryStore). They only read the key layout documented in keys.py.
+# Through the operator tools of the two stores the engine ships (RedisStore, MemoryStore).
 
 
 def customer_key_head(prefix: str, customer: str) -> str:
     """The start of every counter key of `customer` under `prefix` (its hash tag; keys.py)."""
-    return f"{prefix}:c:{{c={enc(customer)}}}:"
+    return KeyLayout(prefix).customer_counters_head(customer)
 
 
 def is_limit_key(rest: str, limit: LimitConfig) -> bool:

@@ -152,6 +152,10 @@ class KeyLayout:
             return (head + tails[0] + components,)
         return tuple(head + tail + components for tail in tails)
 
+    def customer_counters_head(self, customer: str) -> str:
+        """The start of every counter key tagged by `customer` (limits keyed by customer; operator tools)."""
+        return f"{self.prefix}:c:{{c={enc(customer)}}}:"
+
     def idempotency_key(self, item: CheckItem) -> str | None:
         """The key remembering `item`'s first decision, or None without a request_id."""
         if item.request_id is None:
