@@ -1,0 +1,128 @@
+"""The shape of the code: which apps import each other both ways, long modules, long functions.
+
+    python tools/house.py            # a report in words
+    python tools/house.py --json     # the same as JSON (tests/test_layout.py reads `measure()`)
+
+Counted: every Python file of the project outside tests, migrations and the virtualenv. An import of
+`apps.<other>` from a file of `apps/<app>/` is an edge app -> other, whether it runs at import time,
+inside a function or only for type checking: each is a reason the two apps cannot be read apart.
+Function length is from its `def` line to its last line, decorators and docstring included.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE_FOLDERS = ("apps", "quota_platform", "clients", "bench", "tools")
+SKIPPED_PARTS = frozenset({"migrations", "tests", ".venv", "__pycache__", "build"})
+APP_IMPORT = re.compile(r"^\s*(?:from|import)\s+apps\.(\w+)", re.MULTILINE)
+MAX_MODULE_LINES = 300
+MAX_FUNCTION_LINES = 40
+
+
+@dataclass
+class House:
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    edges: dict[str, set[str]] = field(default_factory=dict)
+    long_modules: dict[str, int] = field(default_factory=dict)
+    function_lengths: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def long_functions(self) -> dict[str, int]:
+        return {name: size for name, size in self.function_lengths.items() if size > MAX_FUNCTION_LINES}
+
+    def function_figures(self) -> dict[str, float]:
+        sizes = sorted(self.function_lengths.values())
+        return {
+            "functions": len(sizes),
+            "median": statistics.median(sizes),
+            "p90": sizes[int(0.9 * (len(sizes) - 1))],
+            "max": sizes[-1],
+        }
+
+
+def source_files(root: Path = ROOT) -> list[Path]:
+    found = []
+    for folder in SOURCE_FOLDERS:
+        found += [path for path in (root / folder).rglob("*.py") if not SKIPPED_PARTS & set(path.parts)]
+    return sorted(found)
+
+
+def app_edges(root: Path = ROOT) -> dict[str, set[str]]:
+    """app -> the other apps its files import."""
+    edges: dict[str, set[str]] = {}
+    for path in source_files(root):
+        relative = path.relative_to(root).parts
+        if relative[0] != "apps" or len(relative) < 3:
+            continue
+        app = relative[1]
+        for other in APP_IMPORT.findall(path.read_text()):
+            if other != app:
+                edges.setdefault(app, set()).add(other)
+    return edges
+
+
+def two_way_pairs(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    found = {tuple(sorted((a, b))) for a, others in edges.items() for b in others if a in edges.get(b, set())}
+    return sorted(found)  # type: ignore[arg-type]
+
+
+def function_lengths(path: Path, root: Path = ROOT) -> dict[str, int]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    name = str(path.relative_to(root))
+    lengths = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+            lengths[f"{name}:{node.lineno}:{node.name}"] = (node.end_lineno or node.lineno) - first + 1
+    return lengths
+
+
+def measure(root: Path = ROOT) -> House:
+    house = House(edges=app_edges(root))
+    house.pairs = two_way_pairs(house.edges)
+    for path in source_files(root):
+        lines = len(path.read_text().splitlines())
+        if lines > MAX_MODULE_LINES:
+            house.long_modules[str(path.relative_to(root))] = lines
+        house.function_lengths.update(function_lengths(path, root))
+    return house
+
+
+def report(house: House) -> str:
+    pairs = ", ".join(f"{a}<->{b}" for a, b in house.pairs) or "none"
+    lines = [f"apps importing each other both ways ({len(house.pairs)}): {pairs}"]
+    modules = ", ".join(f"{name} ({size})" for name, size in sorted(house.long_modules.items())) or "none"
+    lines.append(f"modules over {MAX_MODULE_LINES} lines: {modules}")
+    figures = house.function_figures()
+    counts = f"median {figures['median']} lines, p90 {figures['p90']}, max {figures['max']}"
+    lines.append(f"functions: {figures['functions']}, {counts}")
+    long = ", ".join(f"{name} ({size})" for name, size in sorted(house.long_functions.items())) or "none"
+    lines.append(f"functions over {MAX_FUNCTION_LINES} lines: {long}")
+    return "\n".join(lines)
+
+
+def main(arguments: list[str]) -> int:
+    house = measure()
+    if "--json" in arguments:
+        body = {
+            "pairs": house.pairs,
+            "long_modules": house.long_modules,
+            "functions": house.function_figures(),
+            "long_functions": house.long_functions,
+        }
+        print(json.dumps(body, indent=2))
+    else:
+        print(report(house))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
