@@ -8,8 +8,9 @@ decision = client.check("acct-1", "ListStreams")
 
 from quota_client.aio import AsyncLease, AsyncQuotaClient
 from quota_client.backoff import Backoff, BackoffMetrics, ExponentialBackoff, LinearBackoff, ResponsiveBackoff
+from quota_client.base import __version__
 from quota_client.cache import DenialCache
-from quota_client.client import QuotaClient, __version__
+from quota_client.client import QuotaClient
 from quota_client.errors import (
     AccessDenied,
     InvalidRequest,

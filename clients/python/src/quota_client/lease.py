@@ -5,20 +5,17 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from quota_client import wire
+from quota_client.base import BaseClient
 from quota_client.errors import LeaseLost, PlatformUnavailable, QuotaError
 from quota_client.types import CheckItem, Decision
-
-if TYPE_CHECKING:
-    from quota_client.client import QuotaClient
 
 logger = logging.getLogger("quota_client")
 
 
-def lease_acquire(client: QuotaClient, item: CheckItem, ttl_s: int, wait: bool) -> tuple[Decision, str | None]:
+def lease_acquire(client: BaseClient, item: CheckItem, ttl_s: int, wait: bool) -> tuple[Decision, str | None]:
     """Take a slot, waiting with the client's back-off policy when `wait`: the decision and the lease id (None
     when nothing is held)."""
     policy = client.backoff.fresh()
@@ -31,7 +28,7 @@ def lease_acquire(client: QuotaClient, item: CheckItem, ttl_s: int, wait: bool) 
             return decision, lease_id
 
 
-def lease_try(client: QuotaClient, item: CheckItem, ttl_s: int) -> tuple[Decision, str | None]:
+def lease_try(client: BaseClient, item: CheckItem, ttl_s: int) -> tuple[Decision, str | None]:
     """One acquire request, with a request id of its own (a transport retry reuses it, and the platform then
     replays the same lease id)."""
     item = item.with_request_id(uuid.uuid4().hex)
@@ -49,7 +46,7 @@ class Lease:
     or the platform was unreachable and the client fails open."""
 
     def __init__(
-        self, client: QuotaClient, item: CheckItem, *, ttl_s: int, renew_every_s: float | None, wait: bool
+        self, client: BaseClient, item: CheckItem, *, ttl_s: int, renew_every_s: float | None, wait: bool
     ) -> None:
         if not isinstance(ttl_s, int) or ttl_s < 1:
             raise ValueError(f"ttl_s is a whole number of seconds, 1 or more, not {ttl_s!r}.")

@@ -1,0 +1,211 @@
+"""The report of a bench/api run: issue 4's targets, the tables, the machine, and the entry in bench/RESULTS.md."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.api.phases import Result
+from bench.api.servers import ROOT
+from bench.api.stores import Redis
+
+RESULTS = ROOT / "bench" / "RESULTS.md"
+# Above this much CPU used by other processes during a phase, the run says the machine was busy.
+BUSY_MACHINE_CORES = 0.25
+API_SECTION_INTRO = (
+    "`bench/api/run.py`: the platform's check endpoints under the production gunicorn config, then a "
+    "django-ratelimit peer and bare ceilings (bench/api/peer) under the same config, in one run. "
+    "CPU µs/request (gunicorn master + workers, from /proc) is the steadier figure on shared machines.\n"
+)
+
+
+@dataclass
+class Target:
+    label: str
+    value: str
+    passed: bool | None  # None: not measured in this run
+    cpu: str = ""
+    cpu_passed: bool | None = None  # the same target judged by CPU cost per decision (ratios only)
+
+
+def ratio_target(label: str, mine: Result | None, theirs: Result | None, minimum: float) -> Target:
+    """Our decisions/s over theirs, and the same comparison in CPU per decision (theirs ÷ ours)."""
+    if not (mine and theirs and theirs.rps and mine.app_us_per_request):
+        return Target(label, "n/a", None)
+    value = mine.decisions_per_s / theirs.decisions_per_s
+    cpu = theirs.app_us_per_request / theirs.phase.batch / (mine.app_us_per_request / mine.phase.batch)
+    return Target(label, f"{value:.2f}× (≥ {minimum:.2f})", value >= minimum, f"{cpu:.2f}×", cpu >= minimum)
+
+
+def p99_target(single32: Result | None, ratelimit32: Result | None) -> Target:
+    label = "platform check @32 p99 ≤ django-ratelimit @32 p99"
+    if not (single32 and ratelimit32):
+        return Target(label, "n/a", None)
+    value = f"{single32.p99_ms:.1f} ms vs {ratelimit32.p99_ms:.1f} ms"
+    return Target(label, value, single32.p99_ms <= ratelimit32.p99_ms)
+
+
+def latency_targets(single4: Result | None) -> list[Target]:
+    p50, p99 = "platform check @4 p50 ≤ 4 ms", "platform check @4 p99 ≤ 15 ms"
+    if not single4:
+        return [Target(p50, "n/a", None), Target(p99, "n/a", None)]
+    return [
+        Target(p50, f"{single4.p50_ms:.2f} ms", single4.p50_ms <= 4),
+        Target(p99, f"{single4.p99_ms:.2f} ms", single4.p99_ms <= 15),
+    ]
+
+
+def batch_rate_target(batch: Result | None) -> Target:
+    label = "platform batch-100 ≥ 40,000 decisions/s"
+    if not batch:
+        return Target(label, "n/a", None)
+    return Target(label, f"{batch.decisions_per_s:,.0f}/s", batch.decisions_per_s >= 40_000)
+
+
+def targets(results: dict[str, Result]) -> list[Target]:
+    """Issue 4's targets by phase id; a target whose phases did not run is n/a."""
+    get = results.get
+    return [
+        ratio_target("platform check @64 ÷ django-ratelimit @64 (req/s)", get("check@64"), get("ratelimit@64"), 1.10),
+        ratio_target("platform check @64 ÷ bare DRF + EVALSHA @64 (req/s)", get("check@64"), get("bare@64"), 0.80),
+        p99_target(get("check@32"), get("ratelimit@32")),
+        *latency_targets(get("check@4")),
+        ratio_target("platform batch-100 ÷ bare batch-100 (decisions/s)", get("batch"), get("bare-batch"), 0.75),
+        batch_rate_target(get("batch")),
+    ]
+
+
+def _fmt_admitted(result: Result) -> str:
+    fraction = result.admitted_fraction
+    return "n/a" if fraction is None else f"{fraction:.1%}"
+
+
+def results_table(results: list[Result]) -> str:
+    header = (
+        "| phase | conns | req/s | decisions/s | p50 ms | p99 ms | app CPU µs/req | app CPU µs/decision "
+        "| Redis CPU µs/req | admitted | 429 | other non-2xx | socket errors | background load |"
+    )
+    rows = [header, "|" + "---|" * 14]
+    for r in results:
+        per_decision = r.app_us_per_request / r.phase.batch
+        rows.append(
+            f"| {r.phase.name} | {r.phase.connections} | {r.rps:,.0f} | {r.decisions_per_s:,.0f} | {r.p50_ms:.2f} "
+            f"| {r.p99_ms:.2f} | {r.app_us_per_request:,.0f} | {per_decision:,.1f} | {r.redis_us_per_request:,.0f} "
+            f"| {_fmt_admitted(r)} | {r.limited} | {r.other} | {r.socket_errors} | {r.background_cores:.2f} cores |"
+        )
+    return "\n".join(rows)
+
+
+def _verdict(passed: bool | None) -> str:
+    return "–" if passed is None else ("PASS" if passed else "MISS")
+
+
+def targets_table(found: list[Target]) -> str:
+    rows = ["| target | measured | verdict | CPU-cost ratio | verdict by CPU |", "|---|---|---|---|---|"]
+    for t in found:
+        rows.append(f"| {t.label} | {t.value} | {_verdict(t.passed)} | {t.cpu or '–'} | {_verdict(t.cpu_passed)} |")
+    return "\n".join(rows)
+
+
+def print_summary(results: list[Result], found: list[Target]) -> None:
+    print()
+    print(results_table(results))
+    print()
+    print(targets_table(found))
+    print(
+        "\nCPU-cost ratio: the same comparison in gunicorn CPU µs per decision (theirs ÷ ours), steadier than "
+        "req/s on a shared machine. 'other non-2xx' and socket errors should be 0."
+    )
+    busy = [r for r in results if r.background_cores > BUSY_MACHINE_CORES]
+    if busy:
+        print(
+            f"\nWARNING: other work used more than {BUSY_MACHINE_CORES} cores of this machine during "
+            f"{len(busy)} of {len(results)} phases (column 'background load'): their rates are low and noisy; "
+            "compare CPU µs/request, or run again on a quiet machine."
+        )
+
+
+def _run(command: list[str]) -> str:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False).stdout.strip()
+    except OSError:
+        return ""
+
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "?"
+
+
+def machine_description(redis: Redis, wrk: str) -> dict[str, str]:
+    conf = importlib.import_module("quota_platform.gunicorn_conf")
+    commit = _run(["git", "rev-parse", "--short", "HEAD"]) or "?"
+    dirty = " + uncommitted changes" if _run(["git", "status", "--porcelain", "--", "apps", "quota_platform"]) else ""
+    wrk_version = _run([wrk, "--version"]).split(" Copyright")[0] or "wrk"
+    return {
+        "cpu": f"{os.cpu_count()} × {cpu_model()} (nproc {_run(['nproc']) or '?'})",
+        "kernel": os.uname().release,
+        "python": sys.version.split()[0],
+        "gunicorn": f"{conf.workers} {conf.worker_class} workers, timeout {conf.timeout} s, "
+        f"max_requests {conf.max_requests}±{conf.max_requests_jitter}",
+        "redis": redis.version(),
+        "wrk": wrk_version,
+        "commit": f"{commit}{dirty}",
+    }
+
+
+def results_entry(
+    args: argparse.Namespace, machine: dict[str, str], results: list[Result], found: list[Target], command: str
+) -> str:
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    rounds = f", median of {args.rounds} rounds" if args.rounds > 1 else ""
+    busiest = max((r.background_cores for r in results), default=0.0)
+    busy = busiest > BUSY_MACHINE_CORES
+    lines = [
+        f"### {when}",
+        "",
+        f"- command: `{command}`",
+        f"- machine: {machine['cpu']}, Linux {machine['kernel']}; Redis {machine['redis']}, {machine['wrk']}, "
+        f"Python {machine['python']}; all on the same cores",
+        f"- server: gunicorn `-c python:quota_platform.gunicorn_conf` for every phase: {machine['gunicorn']}",
+        f"- code: {machine['commit']}",
+        f"- load: {args.duration:g} s per phase after {args.warmup:g} s warm-up{rounds}; {args.customers} customers, "
+        f"20 resources, 512 client addresses, random per request",
+        f"- background: other processes on the machine used up to {busiest:.2f} cores during a phase"
+        + (" (busy machine: rates are low and noisy; CPU µs/request is the steadier figure)" if busy else ""),
+        "",
+        results_table(results),
+        "",
+        targets_table(found),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def append_results(entry: str) -> None:
+    """Append an entry at the end of the "## API" section of bench/RESULTS.md (created if absent)."""
+    text = (
+        RESULTS.read_text()
+        if RESULTS.exists()
+        else "# Benchmark results\n\nDated runs of the benchmarks in bench/ (how to run them: bench/README.md).\n"
+    )
+    lines = text.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == "## API")
+    except StopIteration:
+        RESULTS.write_text(text.rstrip("\n") + "\n\n## API\n\n" + API_SECTION_INTRO + "\n" + entry)
+        return
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    before = "\n".join(lines[:end]).rstrip("\n")
+    after = "\n".join(lines[end:])
+    RESULTS.write_text(before + "\n\n" + entry + ("\n" + after.rstrip("\n") + "\n" if after else ""))

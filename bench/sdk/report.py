@@ -1,0 +1,118 @@
+"""The report of a bench/sdk run: the table, the no-loss checks, and the entry in bench/sdk/RESULTS.md."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.sdk.producer import BYTES_PER_S, RECORDS_PER_S, Run
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+TARGET_RATIO = 1.10
+
+
+def _run(command: list[str]) -> str:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False).stdout.strip()
+    except OSError:
+        return ""
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in _run(["lscpu"]).splitlines()
+                  if line.startswith("Model name")), "?")  # fmt: skip
+    commit = _run(["git", "rev-parse", "--short", "HEAD"]) or "?"
+    dirty = " + uncommitted changes" if _run(["git", "status", "--porcelain", "--", "apps", "clients"]) else ""
+    return (
+        f"{model}, {os.cpu_count()} cores (nproc {_run(['nproc']) or '?'}), Linux {os.uname().release}, "
+        f"Python {sys.version.split()[0]}; code {commit}{dirty}"
+    )
+
+
+def table(runs: list[Run], records: int) -> str:
+    header = (
+        "| policy | elapsed s | ideal s | elapsed ÷ ideal | verdict (≤ 1.10) | requests (ms each) | rounds "
+        "| resubmitted | sleep total s | sleeps | up / down | answers lost | admitted degraded (server Redis timeouts) "
+        "| stream: records, duplicates, missing | platform counted: allowed, records, bytes |"
+    )
+    rows = [header, "|" + "---|" * 15]
+    for run in runs:
+        r, m = run.result, run.result.backoff
+        missing = records - len(set(run.stream))
+        verdict = "PASS" if run.ratio <= TARGET_RATIO else "MISS"
+        counted = run.counted
+        rows.append(
+            f"| {run.policy} | {r.elapsed_s:.2f} | {run.ideal_s:.2f} | {run.ratio:.3f} | {verdict} "
+            f"| {r.requests} ({(r.elapsed_s - r.slept_s) * 1000 / max(r.requests, 1):.0f}) "
+            f"| {r.rounds} | {r.resubmitted:,} | {m.total_sleep_s:.2f} | {m.sleeps} | {m.times_up} / {m.times_down} "
+            f"| {run.lost_answers} | {r.degraded:,} ({run.store_failures}) "
+            f"| {len(run.stream):,}, {run.duplicates}, {missing} "
+            f"| {counted['allowed']:,}, {counted['records']:,}, {counted['bytes']:,} |"
+        )
+    return "\n".join(rows)
+
+
+def checks(runs: list[Run], sizes: list[int]) -> list[str]:
+    """Plain-language verdicts; an empty `problems` list means every record went through exactly once."""
+    lines = []
+    for run in runs:
+        problems = []
+        if sorted(run.stream) != list(range(len(sizes))):
+            problems.append(f"stream holds {len(run.stream)} records ({run.duplicates} duplicated)")
+        expected = {"allowed": len(sizes), "records": len(sizes), "bytes": sum(sizes)}
+        got = {name: run.counted[name] for name in expected}
+        if got != expected:
+            problems.append(f"platform's Redis usage counted {got}, expected {expected}")
+            if run.result.degraded:
+                problems.append(
+                    f"{run.result.degraded} admissions were decided without Redis (the server's Redis call timed out "
+                    "and the limits' failure policy decided), so Redis usage and the decisions part ways"
+                )
+        if run.result.failed:
+            problems.append(f"{len(run.result.failed)} records failed for good")
+        verdict = "none lost or duplicated" if not problems else "; ".join(problems)
+        lines.append(f"- {run.policy}: {verdict}")
+    return lines
+
+
+def report(args: argparse.Namespace, runs: list[Run], sizes: list[int], load: tuple[float, float]) -> str:
+    exponential, responsive = runs
+    slept = responsive.result.backoff.total_sleep_s, exponential.result.backoff.total_sleep_s
+    lines = [
+        f"### {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+        "",
+        f"- command: `{' '.join(['.venv/bin/python', 'bench/sdk/run.py', *sys.argv[1:]])}`",
+        f"- machine: {machine()}",
+        "- server: gunicorn `-c python:quota_platform.gunicorn_conf` (production config), PostgreSQL and Redis on "
+        "the same machine; the producer runs on the same cores",
+        f"- load: {len(sizes):,} records of {args.min_bytes}–{args.max_bytes} bytes (seed {args.seed}; "
+        f"{sum(sizes):,} bytes in all), put_all with batches of {args.batch_size}, every {args.lose_every}th answer "
+        f"dropped after the server decided; limits {RECORDS_PER_S} records/s and {BYTES_PER_S:,} bytes/s "
+        "(token buckets, capacity one second's worth)",
+        f"- background: load average {load[0]:.2f} before, {load[1]:.2f} after",
+        "- ideal: max((records − 1000) ÷ 1000, (bytes − 1 MiB) ÷ 1 MiB) seconds (the buckets start full)",
+        "",
+        table(runs, len(sizes)),
+        "",
+        *checks(runs, sizes),
+        f"- responsive vs exponential: sleep total {slept[0]:.2f} s vs {slept[1]:.2f} s "
+        f"({slept[0] / slept[1]:.2f}×), requests "
+        f"{responsive.result.requests} vs {exponential.result.requests}, resubmitted items "
+        f"{responsive.result.resubmitted:,} vs {exponential.result.resubmitted:,}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def append_results(entry: str) -> None:
+    intro = (
+        "# SDK benchmark results\n\nDated runs of `bench/sdk/run.py` (see its docstring): put_all against "
+        "1000 records/s + 1 MiB/s, plain exponential vs responsive back-off, in one run.\n"
+    )
+    text = RESULTS.read_text() if RESULTS.exists() else intro
+    RESULTS.write_text(text.rstrip("\n") + "\n\n" + entry)
