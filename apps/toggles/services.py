@@ -27,46 +27,25 @@ import dataclasses
 import datetime as dt
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import DataError, transaction
 from django.utils import timezone
 
 from apps.history.context import history_via
 from apps.limits.config_io import ConfigInvalid, config_import
-from apps.limits.config_io.fields import FieldError, boolean, kind_of, name, text
-from apps.limits.config_io.parse import config_parse
 from apps.limits.services import config_object_save
 from apps.limits.snapshot import config_version_current
+from apps.toggles.last_known_good import last_known_good_read, last_known_good_write
 from apps.toggles.models import FeatureToggle, ToggleSource
-from apps.toggles.sources import SourceUnavailable, file_read_capped, source_fetch, source_label
+from apps.toggles.parsing import DocumentInvalid, ToggleDocument, toggles_document_parse, validation_lines
+from apps.toggles.sources import SourceUnavailable, source_fetch, source_label
 
 logger = logging.getLogger(__name__)
-
-DOCUMENT_KEYS = ("toggles", "overrides")
-TOGGLE_KEYS = {"name": name, "enabled": boolean, "payload": lambda value: value, "description": text}
-TOGGLE_DEFAULTS = {"payload": None, "description": ""}
-
-
-class DocumentInvalid(Exception):
-    """The document was refused as a whole; `errors` has one line per problem, naming the entry and key."""
-
-    def __init__(self, errors: list[str]) -> None:
-        super().__init__("; ".join(errors))
-        self.errors = errors
-
-
-@dataclass(frozen=True)
-class ToggleDocument:
-    raw: dict[str, Any]  # as received: what the last-known-good file keeps
-    toggles: list[dict[str, Any]] | None  # None: the document has no "toggles" key
-    overrides: list[Any] | None
 
 
 @dataclass
@@ -135,89 +114,6 @@ def toggles_refresh(
     return report
 
 
-def toggles_document_parse(body: bytes) -> ToggleDocument:
-    """Check the shape of the whole document (references to customers and limits included); raises DocumentInvalid."""
-    try:
-        raw = json.loads(body, parse_constant=_refuse_constant)
-    except UnicodeDecodeError:
-        raise DocumentInvalid(["not valid JSON: the text is not UTF-8"]) from None
-    except json.JSONDecodeError as error:
-        raise DocumentInvalid([f"not valid JSON: line {error.lineno}, column {error.colno}: {error.msg}"]) from None
-    if not isinstance(raw, dict):
-        raise DocumentInvalid([f"the document must be a JSON object with toggles and overrides, not {kind_of(raw)}"])
-    errors = [
-        f"unknown key “{key}”; the keys are {', '.join(DOCUMENT_KEYS)}" for key in raw if key not in DOCUMENT_KEYS
-    ]
-    for key in DOCUMENT_KEYS:
-        if key in raw and not isinstance(raw[key], list):
-            errors.append(f"{key}: must be a list ([] for none), not {kind_of(raw[key])}")
-    if errors:
-        raise DocumentInvalid(errors)
-    toggles = _toggle_entries(raw["toggles"], errors) if "toggles" in raw else None
-    if "overrides" in raw:
-        try:
-            config_parse({"overrides": raw["overrides"]}, prune=False)
-        except ConfigInvalid as invalid:
-            errors.extend(invalid.errors)
-    if errors:
-        raise DocumentInvalid(errors)
-    return ToggleDocument(raw=raw, toggles=toggles, overrides=raw.get("overrides"))
-
-
-def _refuse_constant(name: str) -> None:
-    # Python's json reads NaN and Infinity; JSON (and PostgreSQL's jsonb) has no such values.
-    raise DocumentInvalid([f"not valid JSON: {name} is not a JSON value"])
-
-
-def _toggle_entries(raw_entries: list[Any], errors: list[str]) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
-    first_label: dict[str, str] = {}
-    for index, raw in enumerate(raw_entries):
-        label = f"toggles[{index}]"
-        if not isinstance(raw, dict):
-            errors.append(f"{label}: must be an object with name and enabled, not {kind_of(raw)}")
-            continue
-        if isinstance(raw.get("name"), str) and raw["name"]:
-            label = f"{label} (name: {raw['name']})"
-        entry = _toggle_entry(raw, label, errors)
-        if entry is None:
-            continue
-        if (first := first_label.setdefault(entry["name"], label)) != label:
-            errors.append(f"{label}: the same name as {first.split(' ')[0]}")
-        entries.append(entry)
-    return entries
-
-
-def _toggle_entry(raw: dict[str, Any], label: str, errors: list[str]) -> dict[str, Any] | None:
-    before = len(errors)
-    errors.extend(
-        f"{label}: {key}: unknown key; the keys are {', '.join(TOGGLE_KEYS)}" for key in raw if key not in TOGGLE_KEYS
-    )
-    entry: dict[str, Any] = {}
-    for key, parse in TOGGLE_KEYS.items():
-        if key not in raw and key not in TOGGLE_DEFAULTS:
-            errors.append(f"{label}: {key}: required")
-            continue
-        try:
-            entry[key] = parse(raw[key]) if key in raw else TOGGLE_DEFAULTS[key]
-        except FieldError as error:
-            errors.append(f"{label}: {key}: {error.message}")
-    if len(errors) == before:
-        try:
-            FeatureToggle(**entry).full_clean(validate_unique=False, validate_constraints=False)
-        except ValidationError as error:
-            errors.extend(_validation_lines(label, error))
-    return entry if len(errors) == before else None
-
-
-def _validation_lines(label: str, error: ValidationError) -> list[str]:
-    lines = []
-    for field, messages in error.message_dict.items():
-        prefix = label if field == NON_FIELD_ERRORS else f"{label}: {field}"
-        lines.extend(f"{prefix}: {message}" for message in messages)
-    return lines
-
-
 def _document_apply(document: ToggleDocument, report: RefreshReport) -> None:
     """Apply in one transaction, or raise DocumentInvalid with nothing written (model rules that need the rows)."""
     try:
@@ -282,7 +178,7 @@ def _toggle_save(toggle: FeatureToggle, values: dict[str, Any], errors: list[str
     try:
         config_object_save(instance=toggle, values=values)
     except ValidationError as error:
-        errors.extend(_validation_lines(f"toggles ({toggle.name})", error))
+        errors.extend(validation_lines(f"toggles ({toggle.name})", error))
 
 
 def _last_known_good_apply(lkg_path: Path, report: RefreshReport) -> None:
@@ -290,7 +186,7 @@ def _last_known_good_apply(lkg_path: Path, report: RefreshReport) -> None:
         report.error = f"{report.error}; no last-known-good file at {lkg_path} yet, so nothing changed"
         return
     try:
-        document = toggles_document_parse(file_read_capped(lkg_path))
+        document = last_known_good_read(lkg_path)
         _document_apply(document, report)
     except (SourceUnavailable, DocumentInvalid) as error:
         report.error = f"{report.error}; the last-known-good file {lkg_path} was refused too, nothing changed: {error}"
@@ -299,20 +195,8 @@ def _last_known_good_apply(lkg_path: Path, report: RefreshReport) -> None:
 
 
 def _last_known_good_write(lkg_path: Path, document: ToggleDocument, report: RefreshReport) -> None:
-    """Keep the document just applied, atomically (temp file + rename): a crash never leaves half a file."""
-    text = json.dumps(document.raw, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    content = text.encode("utf-8")
     try:
-        if lkg_path.exists() and lkg_path.read_bytes() == content:
-            return
-        lkg_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(dir=lkg_path.parent, prefix=".toggles-lkg-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(content)
-            os.replace(temporary, lkg_path)
-        finally:
-            Path(temporary).unlink(missing_ok=True)
+        last_known_good_write(lkg_path, document)
     except OSError as error:
         # The refresh itself succeeded; only the fallback for a later outage is missing. Say so, loudly.
         logger.exception("Could not write the toggles last-known-good file %s", lkg_path)
