@@ -62,6 +62,7 @@ INSTALLED_APPS = [
     "apps.toggles",
     "apps.ops",
     "apps.reports",
+    "apps.console",
     "apps.history",
     "apps.accounts",
 ]
@@ -118,30 +119,25 @@ QUOTA_REDIS_TIMEOUT_MS = env.int("QUOTA_REDIS_TIMEOUT_MS", default=50)
 # Batches get longer: a 1000-item script costs tens of ms of Redis CPU, and after a timeout the failure
 # policies decide although the script may still run, so a batch should time out only when Redis is gone.
 QUOTA_REDIS_BATCH_TIMEOUT_MS = env.int("QUOTA_REDIS_BATCH_TIMEOUT_MS", default=1000)
-if REDIS_URL:
-    CACHES = {
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "qp-cache",
-            "OPTIONS": {
-                "SOCKET_CONNECT_TIMEOUT": QUOTA_REDIS_TIMEOUT_MS / 1000,
-                "SOCKET_TIMEOUT": QUOTA_REDIS_TIMEOUT_MS / 1000,
-            },
-        },
-        # The engine's batch calls (apps/enforcement/store.py): same Redis, a longer read timeout.
-        "engine-batch": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "qp-cache",
-            "OPTIONS": {
-                "SOCKET_CONNECT_TIMEOUT": QUOTA_REDIS_TIMEOUT_MS / 1000,
-                "SOCKET_TIMEOUT": QUOTA_REDIS_BATCH_TIMEOUT_MS / 1000,
-            },
-        },
+
+
+def _redis_cache(read_timeout_ms: int) -> dict[str, object]:
+    connect_s, read_s = QUOTA_REDIS_TIMEOUT_MS / 1000, read_timeout_ms / 1000
+    options = {"SOCKET_CONNECT_TIMEOUT": connect_s, "SOCKET_TIMEOUT": read_s}
+    return {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "qp-cache",
+        "OPTIONS": options,
     }
-else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+
+# The engine's batch calls (apps/enforcement/store.py) use the second pool: same Redis, a longer read timeout.
+CACHES = (
+    {"default": _redis_cache(QUOTA_REDIS_TIMEOUT_MS), "engine-batch": _redis_cache(QUOTA_REDIS_BATCH_TIMEOUT_MS)}
+    if REDIS_URL
+    else {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+)
 
 # ------------------------------------------------------------------------------
 # Auth and security
@@ -266,9 +262,9 @@ QUOTA_RETENTION_DAY_DAYS = env.int("QUOTA_RETENTION_DAY_DAYS", default=0)
 # Seconds between background writes of bookkeeping kept in memory meanwhile (API keys' last use,
 # customers first seen in checks); 0 = only on demand.
 QUOTA_BOOKKEEPING_FLUSH_S = env.float("QUOTA_BOOKKEEPING_FLUSH_S", default=30.0)
-# Where workers keep the last-known-good config snapshot.
 # How often each worker checks whether the configuration changed (seconds; 0 = never, tests only).
 QUOTA_SNAPSHOT_POLL_S = env.float("QUOTA_SNAPSHOT_POLL_S", default=0.5)
+# Where workers keep the last-known-good config snapshot.
 # (`or`: an empty QUOTA_SNAPSHOT_PATH= line in .env means the default, not the current directory.)
 QUOTA_SNAPSHOT_PATH = Path(env.str("QUOTA_SNAPSHOT_PATH", default="") or VAR_DIR / "snapshot.json")
 # Feature toggles and hot overrides from an external source (the refresh_toggles beat job):

@@ -9,7 +9,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Model, Q, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -171,3 +171,24 @@ class ApiKeyAdmin(HistoryAdminMixin, admin.ModelAdmin):
         skipped = len(queryset) - revoked
         message = f"Revoked {revoked} key(s)." + (f" {skipped} already revoked." if skipped else "")
         self.message_user(request, message, messages.SUCCESS)
+
+
+class ApiKeyInline(admin.TabularInline):
+    """A customer's keys on its page, read-only: keys are issued on the API key add page (it shows the secret once)."""
+
+    model = ApiKey
+    template = "admin/apikeys/apikey/api_keys_inline.html"
+    fields = ("prefix", "name", "service", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = fields
+    extra = 0
+    show_change_link = True
+    verbose_name_plural = "API keys"
+
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False

@@ -201,3 +201,25 @@ class AccessRuleAdmin(HistoryAdminMixin, admin.ModelAdmin):
     @admin.display(description="reason")
     def reason_preview(self, rule: AccessRule) -> str:
         return _reason_preview(rule.reason)
+
+
+class OverrideInline(admin.TabularInline):
+    """A customer's overrides on its page (apps/console/admin.py)."""
+
+    model = Override
+    fields = ("limit", "resource", "quantity", "burst", "unlimited", "starts", "ends", "match", "reason")
+    autocomplete_fields = ("limit",)
+    extra = 0
+    show_change_link = True
+
+
+class AccessRuleInline(admin.TabularInline):
+    """A customer's access rules on its page."""
+
+    model = AccessRule
+    fk_name = "customer"
+    fields = ("action", "operation", "ip", "api_key", "expires", "reason")
+    autocomplete_fields = ("operation", "api_key")
+    extra = 0
+    show_change_link = True
+    verbose_name_plural = "access rules"

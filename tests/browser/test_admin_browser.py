@@ -84,7 +84,7 @@ def test_a_customers_usage_page_draws_a_chart_of_its_checks(browser_server, page
     assert chart.bounding_box()["width"] > 300
     assert allowed.evaluate("line => line.getBBox().height") > 50
     assert page.evaluate("getComputedStyle(document.body).fontFamily") != "", "the admin's CSS was served"
-    assert page.locator("link[href*='usage/usage.css']").count() == 1
+    assert page.locator("link[href*='console/console.css']").count() == 1
     page.screenshot(path=str(tmp_path / "usage.png"), full_page=True)
 
 

@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.usage.admin import tables as usage_admin
+from apps.usage import admin as usage_admin
 from apps.usage.models import UsageDay, UsageHour, UsageMinute
 from tests.admin_fixtures import admin_url
 from tests.usage.factories import UsageMinuteFactory

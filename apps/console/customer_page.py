@@ -13,16 +13,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
+from apps.console.charts import USAGE_SERIES_STYLE, Series, bucket_labels, line_chart_svg
+from apps.console.monopolization import FORMULA, MonopolizationScore, dimension_of, monopolization_score
 from apps.customers.models import Customer
 from apps.enforcement.inspection import CountersUnavailable, LimitState, customer_limit_states
 from apps.limits.models import Algorithm, Limit
 from apps.limits.snapshot import LimitConfig
 from apps.limits.summaries import amount_phrase, key_phrase, period_phrase
-from apps.usage.charts import USAGE_SERIES_STYLE, Series, bucket_labels, line_chart_svg
-from apps.usage.monopolization import FORMULA, MonopolizationScore, dimension_of, monopolization_score
 from apps.usage.selectors import DEFAULT_USAGE_RANGE, USAGE_RANGES, UsageSeries, usage_series
 
-TEMPLATE = "admin/customers/customer/usage.html"
+TEMPLATE = "console/customer_usage.html"
 Y_LABEL = {"minute": "checks per minute", "hour": "checks per hour", "day": "checks per day"}
 
 

@@ -2,9 +2,9 @@
 
 import pytest
 
+from apps.console.monopolization import OPENINGS, SESSION_TIME, SESSIONS, dimension_of, monopolization_score
 from apps.enforcement.inspection import LimitState
 from apps.limits.snapshot import LimitConfig
-from apps.usage.monopolization import OPENINGS, SESSION_TIME, SESSIONS, dimension_of, monopolization_score
 
 
 def state(name, *, algorithm="fixed_window", unit="requests", used=0, capacity=10, key_by=("customer",)):

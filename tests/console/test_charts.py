@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from apps.usage.charts import Bar, Series, axis_top, bar_chart_svg, bucket_labels, line_chart_svg, nice_ceiling
+from apps.console.charts import Bar, Series, axis_top, bar_chart_svg, bucket_labels, line_chart_svg, nice_ceiling
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -4,8 +4,8 @@ from typing import Any
 
 from django import template
 
-from apps.usage.charts import Bar, bar_chart_svg
-from apps.usage.dashboard import NOW_WINDOW, dashboard_build
+from apps.console.charts import Bar, bar_chart_svg
+from apps.console.dashboard import NOW_WINDOW, dashboard_build
 
 register = template.Library()
 
@@ -14,7 +14,7 @@ DENIED_COLOR = "#c51b7d"
 VIEW_PERMISSION = "customers.view_customer"
 
 
-@register.inclusion_tag("admin/usage/dashboard.html", takes_context=True)
+@register.inclusion_tag("console/dashboard.html", takes_context=True)
 def quota_dashboard(context: template.Context) -> dict[str, Any]:
     request = context.get("request")
     if request is None or not request.user.has_perm(VIEW_PERMISSION):

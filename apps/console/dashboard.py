@@ -15,10 +15,11 @@ from typing import TypeVar
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from apps.common.metrics import config_snapshot_state, metrics_registry
+from apps.common.metrics import metrics_registry
 from apps.enforcement.inspection import customers_limit_states
 from apps.enforcement.models import FallbackCounter
 from apps.limits.models import ConfigVersion
+from apps.limits.snapshot_holder import config_snapshot_state
 from apps.ops.jobs import JOBS
 from apps.ops.readiness import database_check, redis_check
 from apps.usage.models import FlushedMinute

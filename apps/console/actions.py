@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.common.exceptions import ApplicationError
+from apps.console.customer_page import config_phrase
 from apps.customers.models import Customer
 from apps.enforcement.inspection import snapshot_fresh
 from apps.enforcement.unblock import customer_limit_unblock
@@ -33,11 +34,10 @@ from apps.limits.quick_actions import (
     limit_in_force,
     override_boost,
 )
-from apps.usage.admin.customer_page import config_phrase
 
 BOOST_PERMISSION, RULE_PERMISSION = "limits.add_override", "limits.add_accessrule"
-REFUSED_TEMPLATE = "admin/quota/refused.html"
-CONFIRM_TEMPLATE = "admin/customers/customer/confirm_action.html"
+REFUSED_TEMPLATE = "console/refused.html"
+CONFIRM_TEMPLATE = "console/confirm_action.html"
 
 
 def refused(

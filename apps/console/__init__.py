@@ -1,0 +1,1 @@
+"""The operator console, mounted in the admin: it imports the other apps, none imports it."""
