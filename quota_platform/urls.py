@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 # The check endpoints come first: URL resolution walks this list on every request.
 urlpatterns = [
     path("api/v1/", include("apps.enforcement.urls")),
-    path("api/v1/", include("apps.usage.urls")),
+    path("api/v1/", include("apps.reports.urls")),
     path("", include("apps.ops.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),

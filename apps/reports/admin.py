@@ -18,6 +18,7 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 
 from apps.common.exceptions import NotFound
+from apps.reports.exports import COLUMN_DOCS, FORMATS
 from apps.reports.filters import UsageFilters
 from apps.reports.forms import UsageExportForm
 from apps.reports.models import ExportJob
@@ -29,7 +30,6 @@ from apps.reports.selectors import (
     user_may_export,
 )
 from apps.reports.services import IMMEDIATE_MAX_ROWS, export_job_delete, export_request, usage_report_temporary_file
-from apps.usage.exports import COLUMN_DOCS, FORMATS
 
 EXPORT_TEMPLATE = "admin/reports/exportjob/export_form.html"
 REFUSED_TEMPLATE = "admin/reports/exportjob/refused.html"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from apps.usage.exports import export_filename
+from apps.reports.exports import export_filename
 
 # Most names a report may list in customers or in operations.
 MAX_NAMES = 100

@@ -8,8 +8,8 @@ from typing import Any
 from django import forms
 
 from apps.enforcement.parsing import MAX_CUSTOMER_LENGTH, MAX_OPERATION_LENGTH
+from apps.reports.exports import FORMATS
 from apps.reports.filters import MAX_NAMES, UsageFilters
-from apps.usage.exports import FORMATS
 
 DAY_ERRORS = {"invalid": "Enter a day as YYYY-MM-DD, e.g. 2026-03-01."}
 GRANULARITIES = [("minute", "Minute"), ("hour", "Hour"), ("day", "Day (UTC)")]

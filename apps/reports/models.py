@@ -4,8 +4,8 @@ from django.conf import settings
 from django.db import models
 
 from apps.common.models import TimeStampedModel
+from apps.reports.exports import FORMATS
 from apps.reports.filters import UsageFilters
-from apps.usage.exports import FORMATS
 from apps.usage.selectors import USAGE_TABLES
 
 

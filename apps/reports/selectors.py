@@ -12,15 +12,48 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from apps.apikeys.selectors import ApiPrincipal
-from apps.common.exceptions import NotFound
+from apps.common.exceptions import InvalidInput, NotFound
 from apps.reports.filters import UsageFilters
 from apps.reports.models import ExportJob
 from apps.usage.models import UsageBucket
-from apps.usage.selectors import ORDER, USAGE_TABLES, Position, UsagePage, usage_authorize
+from apps.usage.selectors import USAGE_TABLES
 
 EXPORT_PERMISSION = "reports.export_usage"
 # A queued job not started after this long, or a running one that stopped moving, gets a warning.
 WAITING_WARNING_AFTER = dt.timedelta(minutes=2)
+# The longest range one request may cover per granularity (None: any); longer ones are refused.
+MAX_RANGE: dict[str, dt.timedelta | None] = {
+    "minute": dt.timedelta(days=7),
+    "hour": dt.timedelta(days=400),
+    "day": None,
+}
+ORDER = ("bucket", "customer", "operation")
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """The last row a page showed: the next page starts after it (keyset pagination in ORDER)."""
+
+    bucket: dt.datetime
+    customer: str
+    operation: str
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePage:
+    rows: list[UsageBucket]
+    next: Position | None
+
+
+def usage_authorize(*, principal: ApiPrincipal, customer: str | None, operation: str | None) -> None:
+    """A key bound to a customer reads only that customer's usage, and must name it; a key limited to
+    some operations reads only those (403 for others)."""
+    if customer is None and principal.customer is not None:
+        raise InvalidInput(
+            "This API key is bound to a customer: name it in `customer`.",
+            fields={"customer": ["Required for a key bound to a customer."]},
+        )
+    principal.authorize(customer, operation)  # customer None: a service-wide key may read any customer
 
 
 def usage_report_rows(*, filters: UsageFilters) -> QuerySet[UsageBucket]:

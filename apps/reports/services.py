@@ -16,10 +16,10 @@ from django.db import DatabaseError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from apps.reports.exports import usage_export_write
 from apps.reports.filters import UsageFilters
 from apps.reports.models import ExportJob
 from apps.reports.selectors import export_dir, usage_report_count, usage_report_rows
-from apps.usage.exports import usage_export_write
 from apps.usage.models import UsageBucket
 
 logger = logging.getLogger(__name__)

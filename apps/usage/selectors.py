@@ -1,4 +1,6 @@
-"""Reading usage: which table serves a granularity, who may read what, rows in a stable order."""
+"""Reading usage: which table serves a granularity, a customer's series, the most throttled and busiest customers.
+
+Reports (apps/reports) read rows for exports and the usage API on top of these tables."""
 
 from __future__ import annotations
 
@@ -7,52 +9,9 @@ from dataclasses import dataclass
 
 from django.db.models import F, QuerySet, Sum
 
-from apps.apikeys.selectors import ApiPrincipal
-from apps.common.exceptions import InvalidInput
-from apps.enforcement.services import check_authorize
 from apps.usage.models import UsageBucket, UsageDay, UsageHour, UsageMinute
 
 USAGE_TABLES: dict[str, type[UsageBucket]] = {"minute": UsageMinute, "hour": UsageHour, "day": UsageDay}
-# The longest range one request may cover per granularity (None: any); longer ones are refused.
-MAX_RANGE: dict[str, dt.timedelta | None] = {
-    "minute": dt.timedelta(days=7),
-    "hour": dt.timedelta(days=400),
-    "day": None,
-}
-ORDER = ("bucket", "customer", "operation")
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """The last row a page showed: the next page starts after it (keyset pagination in ORDER)."""
-
-    bucket: dt.datetime
-    customer: str
-    operation: str
-
-
-@dataclass(frozen=True, slots=True)
-class UsagePage:
-    rows: list[UsageBucket]
-    next: Position | None
-
-
-def usage_authorize(*, principal: ApiPrincipal, customer: str | None, operation: str | None) -> None:
-    """A key bound to a customer reads only that customer's usage, and must name it; a key limited to
-    some operations reads only those (403 for others)."""
-    if customer is not None:
-        check_authorize(principal, customer, operation)
-        return
-    if principal.customer is not None:
-        raise InvalidInput(
-            "This API key is bound to a customer: name it in `customer`.",
-            fields={"customer": ["Required for a key bound to a customer."]},
-        )
-    if operation is not None:
-        check_authorize(principal, "", operation)  # a service-wide key may read any customer: only the operation
-
-
-# --- The admin's views of usage: one customer's series, the most throttled and busiest customers ----------
 
 
 @dataclass(frozen=True, slots=True)

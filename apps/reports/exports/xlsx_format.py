@@ -16,7 +16,7 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
-from apps.usage.exports.columns import COLUMN_DOCS, COLUMNS, bucket_text, costs_text
+from apps.reports.exports.columns import COLUMN_DOCS, COLUMNS, bucket_text, costs_text
 from apps.usage.models import UsageBucket
 
 # Excel's row limit per sheet, the header row included.

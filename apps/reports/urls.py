@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.usage import apis
+from apps.reports import apis
 
 urlpatterns = [
     path("usage", apis.UsageListApi.as_view(), name="usage-list"),

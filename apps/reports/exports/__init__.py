@@ -37,10 +37,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from apps.usage.exports.columns import COLUMN_DOCS, COLUMNS, usage_row_dict
-from apps.usage.exports.csv_format import usage_csv_lines, usage_csv_write
-from apps.usage.exports.json_format import usage_json_chunks, usage_json_write
-from apps.usage.exports.xlsx_format import usage_xlsx_write
+from apps.reports.exports.columns import COLUMN_DOCS, COLUMNS, usage_row_dict
+from apps.reports.exports.csv_format import usage_csv_lines, usage_csv_write
+from apps.reports.exports.json_format import usage_json_chunks, usage_json_write
+from apps.reports.exports.xlsx_format import usage_xlsx_write
 from apps.usage.models import UsageBucket
 
 __all__ = [

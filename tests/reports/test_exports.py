@@ -8,10 +8,10 @@ import json
 import openpyxl
 import pytest
 
-import apps.usage.exports as exports_package
+import apps.reports.exports as exports_package
+from apps.reports.exports import COLUMN_DOCS, COLUMNS, FORMATS, xlsx_format
 from apps.reports.selectors import usage_report_rows
 from apps.reports.services import usage_report_to_path, usage_report_write
-from apps.usage.exports import COLUMN_DOCS, COLUMNS, FORMATS, xlsx_format
 from tests.reports.usage_set import DAY0, PARSERS, all_days, db_rows, usage_generate
 from tests.usage.factories import UsageHourFactory
 

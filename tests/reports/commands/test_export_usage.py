@@ -5,7 +5,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.usage.management.commands import export_usage
+from apps.reports.management.commands import export_usage
 from tests.reports.usage_set import PARSERS, all_days, db_rows, usage_generate
 
 pytestmark = pytest.mark.django_db

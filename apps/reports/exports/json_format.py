@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import BinaryIO
 
-from apps.usage.exports.columns import usage_row_dict
+from apps.reports.exports.columns import usage_row_dict
 from apps.usage.models import UsageBucket
 
 

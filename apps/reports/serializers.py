@@ -12,7 +12,8 @@ from rest_framework import serializers
 
 from apps.enforcement import parsing
 from apps.reports.filters import MAX_NAMES
-from apps.usage.selectors import MAX_RANGE, USAGE_TABLES, Position
+from apps.reports.selectors import MAX_RANGE, Position
+from apps.usage.selectors import USAGE_TABLES
 
 OFFSET_HINT = (
     "Use ISO 8601 with an offset, e.g. 2026-01-01T00:00:00Z or 2026-01-01T02:00:00%2B02:00 (+ is %2B in a URL)."

@@ -7,7 +7,7 @@ import io
 import pytest
 
 from apps.apikeys.services import api_key_create
-from apps.usage import apis
+from apps.reports import apis
 from tests.apikeys.factories import ServiceFactory
 from tests.enforcement.conftest import client_with
 from tests.limits.factories import OperationFactory

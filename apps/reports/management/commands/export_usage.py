@@ -10,11 +10,11 @@ from typing import Any, BinaryIO, cast
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from apps.reports.exports import FORMATS
 from apps.reports.filters import UsageFilters
 from apps.reports.forms import UsageExportForm
 from apps.reports.selectors import usage_report_count, usage_report_rows
 from apps.reports.services import Progress, usage_report_to_path, usage_report_write
-from apps.usage.exports import FORMATS
 
 # The progress bar moves every this many rows, and redraws at most every BAR_REDRAW_S seconds.
 PROGRESS_EVERY = 1000

@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterable, Iterator, Mapping
 from typing import BinaryIO
 
-from apps.usage.exports.columns import COLUMNS, bucket_text, costs_text
+from apps.reports.exports.columns import COLUMNS, bucket_text, costs_text
 from apps.usage.models import UsageBucket
 
 # A text cell that a spreadsheet opening the file would run as a formula starts with one of these.

@@ -17,7 +17,7 @@ shadow_denied, costs}], "next"}, rows ordered by bucket, customer, operation, at
 per page; `next` is null on the last page, else the cursor of the following one (keyset pagination:
 pages stay consistent while rows are added). CSV streams every row at once. XLSX is one workbook built
 before it is sent, so it is refused (400, naming `format`) beyond XLSX_MAX_ROWS rows: use CSV, or
-narrow the range. The CSV and XLSX columns are described in apps/usage/exports. A JSON download of
+narrow the range. The CSV and XLSX columns are described in apps/reports/exports. A JSON download of
 every row in one document is left to the admin and `manage.py export_usage`: programs page through the
 JSON above. Errors are always JSON in the one error shape.
 """
@@ -37,11 +37,11 @@ from rest_framework.response import Response
 from apps.common.exceptions import InvalidInput
 from apps.enforcement.apis import INVALID_MESSAGE, ServiceApi
 from apps.enforcement.serializers import ERROR_RESPONSES
+from apps.reports.exports import FORMATS, usage_csv_lines, usage_row_dict
 from apps.reports.filters import UsageFilters
 from apps.reports.selectors import usage_report_count, usage_report_page, usage_report_rows_for_key
+from apps.reports.serializers import XLSX_MAX_ROWS, UsageListSerializer, UsageQuerySerializer, cursor_encode
 from apps.reports.services import usage_report_temporary_file
-from apps.usage.exports import FORMATS, usage_csv_lines, usage_row_dict
-from apps.usage.serializers import XLSX_MAX_ROWS, UsageListSerializer, UsageQuerySerializer, cursor_encode
 
 USAGE_PAGE_SIZE = 10_000
 CSV_CHUNK_ROWS = 2000
