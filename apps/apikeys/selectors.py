@@ -1,18 +1,28 @@
-"""Resolving a raw API key to who is calling, from the in-process snapshot (no database)."""
+"""Reading API keys: the live keys compiled for the config snapshot, and who is calling behind a raw key.
+
+Resolving a key reads only the compiled keys (no database): the service API looks them up in the snapshot.
+"""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import defaultdict, deque
+from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from apps.apikeys.models import ApiKey, Service
 from apps.apikeys.services import api_key_matches, api_key_prefix_of
-from apps.limits.snapshot import KeyConfig, Snapshot
+from apps.common.exceptions import Forbidden
 
-# Past this many bad keys from one address within the window, that address is refused before any hashing.
-BAD_KEY_LIMIT = 20
-BAD_KEY_WINDOW_S = 60.0
+
+@dataclass(frozen=True)
+class KeyConfig:
+    """A live key as the snapshot keeps it: the hash stands in for the secret."""
+
+    prefix: str
+    key_hash: str
+    service: str
+    customer: str | None
+    operations: tuple[str, ...]  # empty: every operation
 
 
 @dataclass(frozen=True)
@@ -36,36 +46,36 @@ class ApiPrincipal:
     def may_use_operation(self, operation: str) -> bool:
         return not self.operations or operation in self.operations
 
-
-class BadKeyGuard:
-    """Counts bad keys per client address in this process and says when to stop listening."""
-
-    def __init__(self, *, limit: int = BAD_KEY_LIMIT, window_s: float = BAD_KEY_WINDOW_S) -> None:
-        self._limit = limit
-        self._window_s = window_s
-        self._failures: dict[str, deque[float]] = defaultdict(deque)
-        self._lock = threading.Lock()
-
-    def retry_after_s(self, address: str, now: float | None = None) -> float:
-        """0 if the address may try a key now, else seconds until it may."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            failures = self._failures.get(address)
-            if not failures:
-                return 0.0
-            while failures and failures[0] <= now - self._window_s:
-                failures.popleft()
-            if len(failures) < self._limit:
-                return 0.0
-            return failures[0] + self._window_s - now
-
-    def record_failure(self, address: str, now: float | None = None) -> None:
-        with self._lock:
-            self._failures[address].append(time.monotonic() if now is None else now)
+    def authorize(self, customer: str | None, operation: str | None = None) -> None:
+        """Refuse (403) a customer-bound key naming another customer, or an operation its service may not use.
+        `customer` None: any customer (a service-wide read), checked for the operation only."""
+        if customer is not None and not self.may_use_customer(customer):
+            raise Forbidden("This API key is bound to another customer.", code="forbidden_customer")
+        if operation is not None and not self.may_use_operation(operation):
+            raise Forbidden(f"This API key may not be used for operation {operation}.", code="forbidden_operation")
 
 
-def api_principal_of_key(*, raw_key: str, snapshot: Snapshot) -> ApiPrincipal | None:
-    key = snapshot.keys_by_prefix.get(api_key_prefix_of(raw_key))
+def keys_compiled() -> dict[str, KeyConfig]:
+    """Every key not revoked, by prefix, with its service's operations (for the config snapshot)."""
+    operations: dict[int, tuple[str, ...]] = defaultdict(tuple)
+    for service_id, name in Service.operations.through.objects.values_list("service_id", "operation__name"):
+        operations[service_id] += (name,)
+    keys = ApiKey.objects.filter(revoked_at__isnull=True).select_related("service", "customer")
+    return {
+        key.prefix: KeyConfig(
+            prefix=key.prefix,
+            key_hash=key.key_hash,
+            service=key.service.name,
+            customer=key.customer.external_id if key.customer else None,
+            operations=tuple(sorted(operations[key.service_id])),
+        )
+        for key in keys
+    }
+
+
+def api_principal_of_key(*, raw_key: str, keys: Mapping[str, KeyConfig]) -> ApiPrincipal | None:
+    """Who calls with `raw_key`, among `keys` (by prefix); None for an unknown, wrong or revoked key."""
+    key = keys.get(api_key_prefix_of(raw_key))
     if key is None:
         # Hash anyway so an unknown prefix costs the same time as a wrong secret.
         api_key_matches(raw_key, "0" * 64)

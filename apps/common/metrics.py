@@ -2,7 +2,7 @@
 
 The check API calls `decision_recorded` (or `decision_counted` per batch item plus one
 `check_timed`) and `redis_error_recorded`; each costs a dictionary lookup and a locked add.
-The config snapshot gauges are computed when /metrics is scraped, never on the hot path.
+Gauges registered with `scrape_collector_add` are computed when /metrics is scraped, never on the hot path.
 
 Under gunicorn each worker is a process with its own memory. When PROMETHEUS_MULTIPROC_DIR is
 set (before Python starts: prometheus_client picks its storage at import), every process writes
@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import os
 import threading
-import time
-from collections.abc import Container, Iterator
-from dataclasses import dataclass
+from collections.abc import Container
 
 from django.core.exceptions import ImproperlyConfigured
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -185,69 +182,17 @@ def _child(children: dict[str, Counter], counter: Counter, operation: str) -> Co
 
 
 # ------------------------------------------------------------------------------
-# Config snapshot gauges, computed at scrape time
+# Gauges computed at scrape time, registered by the app that owns what they measure
 # ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ConfigSnapshotState:
-    """What this process knows about its config snapshot; `version` is None until the first check loads it."""
-
-    version: int | None
-    age_s: float | None
-    from_file: bool
+_scrape_collectors: list[Collector] = []
 
 
-def config_snapshot_state(*, now: float | None = None) -> ConfigSnapshotState:
-    """This process's snapshot, without loading it: a scrape or probe must not trigger a config build.
-
-    The age counts from the last time the snapshot was confirmed current against the database;
-    a snapshot read from the last-known-good file counts from when it was built.
-    """
-    from apps.limits.snapshot_holder import snapshot_holder
-
-    holder = snapshot_holder()
-    if holder.version is None:
-        return ConfigSnapshotState(version=None, age_s=None, from_file=False)
-    snapshot = holder.get()  # already loaded: no database access
-    confirmed_at = holder.last_refresh_at or snapshot.built_at
-    now = time.time() if now is None else now
-    return ConfigSnapshotState(
-        version=snapshot.version, age_s=max(0.0, now - confirmed_at), from_file=holder.loaded_from_file
-    )
-
-
-SNAPSHOT_GAUGES = {
-    "quota_config_snapshot_loaded": "1 once this process has loaded its config snapshot.",
-    "quota_config_snapshot_version": "Version of the config snapshot in force.",
-    "quota_config_snapshot_age_seconds": "Seconds since the snapshot was last confirmed current against the database.",
-    "quota_config_snapshot_from_file": "1 while serving the last-known-good snapshot file (database was unreachable).",
-}
-
-
-class ConfigSnapshotCollector(Collector):
-    """Gauges of the answering process's config snapshot (each worker has its own)."""
-
-    def describe(self) -> Iterator[GaugeMetricFamily]:
-        # Lets registries learn the names without collecting (which needs Django's apps loaded).
-        for name, documentation in SNAPSHOT_GAUGES.items():
-            yield GaugeMetricFamily(name, documentation)
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        state = config_snapshot_state()
-        yield _gauge("quota_config_snapshot_loaded", state.version is not None)
-        if state.version is None:
-            # Nothing to report yet, and not a reason to load it: the first check does that.
-            return
-        yield _gauge("quota_config_snapshot_version", state.version)
-        yield _gauge("quota_config_snapshot_age_seconds", state.age_s or 0.0)
-        yield _gauge("quota_config_snapshot_from_file", state.from_file)
-
-
-def _gauge(name: str, value: float) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, SNAPSHOT_GAUGES[name], value=float(value))
-
-
-if not MULTIPROCESS:
-    REGISTRY.register(ConfigSnapshotCollector())
+def scrape_collector_add(collector: Collector) -> None:
+    """Serve `collector` on every scrape. Such collectors report the answering process (e.g. its config
+    snapshot, apps/limits/snapshot_holder.py): in multiprocess mode they are not written to files."""
+    _scrape_collectors.append(collector)
+    if not MULTIPROCESS:
+        REGISTRY.register(collector)
 
 
 def metrics_registry() -> CollectorRegistry:
@@ -257,8 +202,8 @@ def metrics_registry() -> CollectorRegistry:
     # A fresh registry per scrape, as prometheus_client documents: files are read at collect time.
     registry = CollectorRegistry()
     MultiProcessCollector(registry)
-    # Custom collectors are not written to files; this one reports the answering worker's snapshot.
-    registry.register(ConfigSnapshotCollector())
+    for collector in _scrape_collectors:
+        registry.register(collector)
     return registry
 
 

@@ -17,13 +17,13 @@ from typing import Any
 import redis
 
 from apps.common.exceptions import ApplicationError
-from apps.enforcement.resolution import CheckTarget, active_override, apply_override
 from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_store
 from apps.engine import CheckItem, MemoryStore, Store
 from apps.engine.keys import ALGORITHM_CODES, KeyLayout, enc
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, Mode
+from apps.limits.resolution import limit_effective
 from apps.limits.snapshot import LimitConfig, Snapshot
 from apps.limits.snapshot_holder import snapshot_holder
 
@@ -100,9 +100,7 @@ def _states_of(snapshot: Snapshot, customer: str, now_ms: int) -> list[LimitStat
         for limit in limits:
             if limit.plan not in (None, plan) or limit.mode == Mode.DISABLED:
                 continue
-            target = CheckTarget(customer=customer, operation=limit.operation)
-            effective = apply_override(limit, active_override(overrides, limit.name, target, now_ms=now_ms))
-            found.append(_state(limit, effective))
+            found.append(_state(limit, limit_effective(limit, overrides, now_ms=now_ms)))
     return sorted(found, key=lambda state: (state.limit.operation, state.limit.name))
 
 

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from apps.common.exceptions import ApplicationError
 from apps.customers.models import Customer
-from apps.enforcement.resolution import CheckTarget, active_override, apply_override
 from apps.limits.models import AccessRule, Limit, Operation, Override, RuleAction
+from apps.limits.resolution import limit_effective
 from apps.limits.services import config_object_save
 from apps.limits.snapshot import LimitConfig, Snapshot
 
@@ -40,9 +40,7 @@ def limit_in_force(snapshot: Snapshot, customer: Customer, limit: Limit, *, now:
     if config is None or config.plan not in (None, plan):
         raise QuickActionRefused(f"The limit {limit.name} does not apply to {customer.external_id}.")
     overrides = snapshot.overrides_by_customer.get(customer.external_id, ())
-    target = CheckTarget(customer=customer.external_id, operation=config.operation)
-    now_ms = int(now.timestamp() * 1000)
-    return apply_override(config, active_override(overrides, limit.name, target, now_ms=now_ms))
+    return limit_effective(config, overrides, now_ms=int(now.timestamp() * 1000))
 
 
 def override_boost(

@@ -21,7 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
-from apps.apikeys.models import ApiKey, Service
+from apps.apikeys.selectors import KeyConfig, keys_compiled
 from apps.customers.models import Customer
 from apps.limits.models import AccessRule, ConfigVersion, Limit, Mode, Override
 from apps.toggles.models import FeatureToggle
@@ -77,15 +77,6 @@ class CustomerConfig:
 
 
 @dataclass(frozen=True)
-class KeyConfig:
-    prefix: str
-    key_hash: str
-    service: str
-    customer: str | None
-    operations: tuple[str, ...]  # empty: every operation
-
-
-@dataclass(frozen=True)
 class ToggleConfig:
     name: str
     enabled: bool
@@ -129,7 +120,7 @@ def snapshot_build() -> Snapshot:
         limits_by_operation=_limits(),
         overrides_by_customer=_overrides(),
         rules=_rules(),
-        keys_by_prefix=_keys(),
+        keys_by_prefix=keys_compiled(),
         toggles={t.name: ToggleConfig(t.name, t.enabled, t.payload) for t in FeatureToggle.objects.all()},
     )
 
@@ -193,23 +184,6 @@ def _rules() -> tuple[RuleConfig, ...]:
         )
         for rule in rules
     )
-
-
-def _keys() -> dict[str, KeyConfig]:
-    operations: dict[int, tuple[str, ...]] = defaultdict(tuple)
-    for service_id, name in Service.operations.through.objects.values_list("service_id", "operation__name"):
-        operations[service_id] += (name,)
-    keys = ApiKey.objects.filter(revoked_at__isnull=True).select_related("service", "customer")
-    return {
-        key.prefix: KeyConfig(
-            prefix=key.prefix,
-            key_hash=key.key_hash,
-            service=key.service.name,
-            customer=key.customer.external_id if key.customer else None,
-            operations=tuple(sorted(operations[key.service_id])),
-        )
-        for key in keys
-    }
 
 
 # --- last-known-good file ------------------------------------------------------------------

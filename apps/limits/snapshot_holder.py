@@ -10,10 +10,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import DatabaseError, close_old_connections
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from apps.common.exceptions import ApplicationError
 from apps.limits.snapshot import Snapshot, config_version_current, snapshot_build, snapshot_load, snapshot_save
@@ -153,3 +156,61 @@ def snapshot_holder_reset() -> None:
     """Forget this process's holder (tests; the next call builds a fresh one from settings)."""
     global _holder
     _holder = None
+
+
+# --- What this process serves, for /metrics, /readyz and the dashboard --------------------------------
+@dataclass(frozen=True)
+class ConfigSnapshotState:
+    """What this process knows about its config snapshot; `version` is None until the first check loads it."""
+
+    version: int | None
+    age_s: float | None
+    from_file: bool
+
+
+def config_snapshot_state(*, now: float | None = None) -> ConfigSnapshotState:
+    """This process's snapshot, without loading it: a scrape or probe must not trigger a config build.
+
+    The age counts from the last time the snapshot was confirmed current against the database;
+    a snapshot read from the last-known-good file counts from when it was built.
+    """
+    holder = snapshot_holder()
+    if holder.version is None:
+        return ConfigSnapshotState(version=None, age_s=None, from_file=False)
+    snapshot = holder.get()  # already loaded: no database access
+    confirmed_at = holder.last_refresh_at or snapshot.built_at
+    now = time.time() if now is None else now
+    return ConfigSnapshotState(
+        version=snapshot.version, age_s=max(0.0, now - confirmed_at), from_file=holder.loaded_from_file
+    )
+
+
+SNAPSHOT_GAUGES = {
+    "quota_config_snapshot_loaded": "1 once this process has loaded its config snapshot.",
+    "quota_config_snapshot_version": "Version of the config snapshot in force.",
+    "quota_config_snapshot_age_seconds": "Seconds since the snapshot was last confirmed current against the database.",
+    "quota_config_snapshot_from_file": "1 while serving the last-known-good snapshot file (database was unreachable).",
+}
+
+
+class ConfigSnapshotCollector(Collector):
+    """Gauges of the answering process's config snapshot (each worker has its own)."""
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        # Lets registries learn the names without collecting (which needs Django's apps loaded).
+        for name, documentation in SNAPSHOT_GAUGES.items():
+            yield GaugeMetricFamily(name, documentation)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        state = config_snapshot_state()
+        yield _gauge("quota_config_snapshot_loaded", state.version is not None)
+        if state.version is None:
+            # Nothing to report yet, and not a reason to load it: the first check does that.
+            return
+        yield _gauge("quota_config_snapshot_version", state.version)
+        yield _gauge("quota_config_snapshot_age_seconds", state.age_s or 0.0)
+        yield _gauge("quota_config_snapshot_from_file", state.from_file)
+
+
+def _gauge(name: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, SNAPSHOT_GAUGES[name], value=float(value))

@@ -21,7 +21,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from apps.common.metrics import config_snapshot_state
+from apps.limits.snapshot_holder import config_snapshot_state
 
 logger = logging.getLogger(__name__)
 

@@ -4,9 +4,9 @@ import pytest
 from django.utils import timezone
 
 from apps.apikeys.models import ApiKey
-from apps.apikeys.selectors import BadKeyGuard, api_principal_of_key
+from apps.apikeys.selectors import ApiPrincipal, api_principal_of_key, keys_compiled
 from apps.apikeys.services import api_key_create, api_key_revoke, api_keys_mark_used
-from apps.limits.snapshot import snapshot_build
+from apps.common.exceptions import Forbidden
 from tests.apikeys.factories import ServiceFactory
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import OperationFactory
@@ -18,7 +18,7 @@ def test_a_key_resolves_to_its_service_customer_and_operations() -> None:
     service.operations.add(OperationFactory(name="Charge"))
     issued = api_key_create(service=service, customer=CustomerFactory(external_id="acct-9"))
 
-    principal = api_principal_of_key(raw_key=issued.secret, snapshot=snapshot_build())
+    principal = api_principal_of_key(raw_key=issued.secret, keys=keys_compiled())
 
     assert principal is not None
     assert (principal.service, principal.customer, principal.operations) == ("billing", "acct-9", ("Charge",))
@@ -43,7 +43,7 @@ def test_only_the_hash_of_a_key_is_stored() -> None:
 def test_a_wrong_or_unknown_key_resolves_to_nobody(mangle) -> None:
     issued = api_key_create(service=ServiceFactory())
 
-    assert api_principal_of_key(raw_key=mangle(issued.secret), snapshot=snapshot_build()) is None
+    assert api_principal_of_key(raw_key=mangle(issued.secret), keys=keys_compiled()) is None
 
 
 @pytest.mark.django_db
@@ -51,7 +51,7 @@ def test_a_revoked_key_resolves_to_nobody() -> None:
     issued = api_key_create(service=ServiceFactory())
     api_key_revoke(api_key=issued.api_key)
 
-    assert api_principal_of_key(raw_key=issued.secret, snapshot=snapshot_build()) is None
+    assert api_principal_of_key(raw_key=issued.secret, keys=keys_compiled()) is None
 
 
 @pytest.mark.django_db
@@ -63,12 +63,14 @@ def test_marking_keys_used_writes_their_last_used_time() -> None:
     assert issued.api_key.last_used_at == now
 
 
-def test_an_address_is_refused_after_too_many_bad_keys_and_forgiven_after_the_window() -> None:
-    guard = BadKeyGuard(limit=3, window_s=60)
-    for second in range(3):
-        assert guard.retry_after_s("198.51.100.1", now=100.0 + second) == 0
-        guard.record_failure("198.51.100.1", now=100.0 + second)
+def test_authorize_refuses_another_customer_and_an_operation_the_service_may_not_use() -> None:
+    bound = ApiPrincipal(prefix="qp_1", service="billing", customer="acct-9", operations=("Charge",))
 
-    assert guard.retry_after_s("198.51.100.1", now=103.0) == pytest.approx(57.0)
-    assert guard.retry_after_s("198.51.100.2", now=103.0) == 0
-    assert guard.retry_after_s("198.51.100.1", now=160.5) == 0
+    bound.authorize("acct-9", "Charge")
+    bound.authorize(None, "Charge")  # a read across customers names no customer: only the operation is checked
+    with pytest.raises(Forbidden) as other_customer:
+        bound.authorize("acct-10", "Charge")
+    with pytest.raises(Forbidden) as other_operation:
+        bound.authorize("acct-9", "Refund")
+
+    assert (other_customer.value.code, other_operation.value.code) == ("forbidden_customer", "forbidden_operation")

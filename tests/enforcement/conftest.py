@@ -3,9 +3,9 @@
 import pytest
 from rest_framework.test import APIClient
 
-from apps.apikeys import authentication
-from apps.apikeys.selectors import BadKeyGuard
 from apps.apikeys.services import api_key_create
+from apps.enforcement import authentication
+from apps.enforcement.authentication import BadKeyGuard
 from apps.enforcement.store import engine_store_use
 from apps.engine import ManualClock
 from apps.engine.store.redis import RedisStore

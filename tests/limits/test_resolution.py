@@ -2,7 +2,8 @@
 
 import pytest
 
-from apps.enforcement.resolution import CheckTarget, ip_in_network, resolve
+from apps.engine import CheckItem
+from apps.limits.resolution import ip_in_network, resolve
 from apps.limits.snapshot import CustomerConfig, LimitConfig, OverrideConfig, RuleConfig, Snapshot
 
 NOW = 1_700_000_000_000
@@ -32,8 +33,8 @@ def snapshot(limits=(), overrides=(), rules=(), customers=None) -> Snapshot:
     )  # fmt: skip
 
 
-def target(**kwargs) -> CheckTarget:
-    return CheckTarget(**{"customer": "acct-1", "operation": "Op", **kwargs})
+def target(**kwargs) -> CheckItem:
+    return CheckItem(**{"customer": "acct-1", "operation": "Op", **kwargs})
 
 
 def test_limits_for_everyone_and_for_the_customers_plan_apply_but_not_other_plans() -> None:
@@ -93,10 +94,10 @@ def test_a_deny_rule_wins_over_an_allow_rule() -> None:
 def test_rules_honour_operation_key_and_expiry() -> None:
     config = snapshot([limit()], rules=[rule(prefix="qp_1", operation="Op", expires=NOW + 1)])
 
-    assert resolve(config, target(api_key_prefix="qp_1"), now_ms=NOW).action == "deny"
-    assert resolve(config, target(api_key_prefix="qp_2"), now_ms=NOW).action is None
-    assert resolve(config, target(api_key_prefix="qp_1", operation="Other"), now_ms=NOW).action is None
-    assert resolve(config, target(api_key_prefix="qp_1"), now_ms=NOW + 1).action is None
+    assert resolve(config, target(), now_ms=NOW, api_key_prefix="qp_1").action == "deny"
+    assert resolve(config, target(), now_ms=NOW, api_key_prefix="qp_2").action is None
+    assert resolve(config, target(operation="Other"), now_ms=NOW, api_key_prefix="qp_1").action is None
+    assert resolve(config, target(), now_ms=NOW + 1, api_key_prefix="qp_1").action is None
 
 
 def test_an_inactive_customer_is_denied() -> None:

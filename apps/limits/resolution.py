@@ -11,23 +11,14 @@ import functools
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
+from apps.engine import CheckItem
 from apps.limits.models import RuleAction
 from apps.limits.snapshot import CustomerConfig, LimitConfig, OverrideConfig, RuleConfig, Snapshot
 
 DEFAULT_TIMEZONE = "UTC"
-
-
-@dataclass(frozen=True)
-class CheckTarget:
-    """What a check asks about, as the resolution needs it."""
-
-    customer: str
-    operation: str
-    resource: str = ""
-    attributes: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    ip: str = ""
-    api_key_prefix: str | None = None
+NO_ATTRIBUTES: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -42,47 +33,58 @@ class Resolution:
         return self.customer.timezone if self.customer else DEFAULT_TIMEZONE
 
 
-def resolve(snapshot: Snapshot, target: CheckTarget, *, now_ms: int) -> Resolution:
-    customer = snapshot.customers.get(target.customer)
-    rule = matching_rule(snapshot.rules, target, now_ms=now_ms)
+def resolve(snapshot: Snapshot, item: CheckItem, *, now_ms: int, api_key_prefix: str | None = None) -> Resolution:
+    """What applies to `item`, asked with the key whose prefix is `api_key_prefix`."""
+    customer = snapshot.customers.get(item.customer)
+    rule = matching_rule(
+        snapshot.rules,
+        customer=item.customer,
+        operation=item.operation,
+        ip=item.ip,
+        api_key_prefix=api_key_prefix,
+        now_ms=now_ms,
+    )
     if rule is not None:
         return Resolution(rule.action, f"access rule: {rule.action}", customer, ())
     if customer is not None and not customer.active:
         return Resolution(RuleAction.DENY, "customer is inactive", customer, ())
     plan = customer.plan if customer else None
-    overrides = snapshot.overrides_by_customer.get(target.customer, ())
+    overrides = snapshot.overrides_by_customer.get(item.customer, ())
     limits = []
-    for limit in snapshot.limits_by_operation.get(target.operation, ()):
-        if limit.plan not in (None, plan) or not _matches(limit.match, target.attributes):
+    for limit in snapshot.limits_by_operation.get(item.operation, ()):
+        if limit.plan not in (None, plan) or not _matches(limit.match, item.attributes):
             continue
-        effective = apply_override(limit, active_override(overrides, limit.name, target, now_ms=now_ms))
+        effective = limit_effective(limit, overrides, resource=item.resource, attributes=item.attributes, now_ms=now_ms)
         if effective is not None:
             limits.append(effective)
     return Resolution(None, "", customer, tuple(limits))
 
 
-def matching_rule(rules: tuple[RuleConfig, ...], target: CheckTarget, *, now_ms: int) -> RuleConfig | None:
-    """The deciding access rule: any matching deny, else any matching allow, else None."""
+def matching_rule(
+    rules: tuple[RuleConfig, ...],
+    *,
+    customer: str,
+    operation: str | None,
+    ip: str,
+    api_key_prefix: str | None,
+    now_ms: int,
+) -> RuleConfig | None:
+    """The deciding access rule: any matching deny, else any matching allow, else None.
+    `operation` None: only rules for every operation can match."""
     allow = None
     for rule in rules:
-        if not _rule_matches(rule, target, now_ms):
+        if rule.expires_ms is not None and rule.expires_ms <= now_ms:
+            continue
+        if rule.operation != operation and rule.operation is not None:
+            continue
+        if rule.customer not in (None, customer) or rule.api_key_prefix not in (None, api_key_prefix):
+            continue
+        if rule.ip and not ip_in_network(ip, rule.ip):
             continue
         if rule.action == RuleAction.DENY:
             return rule
         allow = allow or rule
     return allow
-
-
-def _rule_matches(rule: RuleConfig, target: CheckTarget, now_ms: int) -> bool:
-    if rule.expires_ms is not None and rule.expires_ms <= now_ms:
-        return False
-    if rule.operation is not None and rule.operation != target.operation:
-        return False
-    if rule.customer is not None and rule.customer != target.customer:
-        return False
-    if rule.api_key_prefix is not None and rule.api_key_prefix != target.api_key_prefix:
-        return False
-    return not rule.ip or ip_in_network(target.ip, rule.ip)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -110,8 +112,20 @@ def ip_in_network(ip: str, network: str) -> bool:
     return address.version == net.version and address in net
 
 
+def limit_effective(
+    limit: LimitConfig,
+    overrides: tuple[OverrideConfig, ...],
+    *,
+    resource: str = "",
+    attributes: Mapping[str, str] = NO_ATTRIBUTES,
+    now_ms: int,
+) -> LimitConfig | None:
+    """`limit` as it applies after the customer's most specific override in force; None when unlimited."""
+    return apply_override(limit, active_override(overrides, limit.name, resource, attributes, now_ms=now_ms))
+
+
 def active_override(
-    overrides: tuple[OverrideConfig, ...], limit_name: str, target: CheckTarget, *, now_ms: int
+    overrides: tuple[OverrideConfig, ...], limit_name: str, resource: str, attributes: Mapping[str, str], *, now_ms: int
 ) -> OverrideConfig | None:
     """The most specific override in force: one for this resource beats one for all, more matched attributes
     beat fewer, a time-boxed override beats a permanent one."""
@@ -119,10 +133,10 @@ def active_override(
         override
         for override in overrides
         if override.limit == limit_name
-        and override.resource in ("", target.resource)
+        and override.resource in ("", resource)
         and (override.starts_ms is None or override.starts_ms <= now_ms)
         and (override.ends_ms is None or now_ms < override.ends_ms)
-        and _matches(override.match, target.attributes)
+        and _matches(override.match, attributes)
     ]
     if not candidates:
         return None

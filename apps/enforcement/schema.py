@@ -6,7 +6,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "apps.apikeys.authentication.ApiKeyAuthentication"
+    target_class = "apps.enforcement.authentication.ApiKeyAuthentication"
     name = "ApiKey"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
