@@ -12,11 +12,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.apikeys.authentication import ApiKeyAuthentication
 from apps.common import metrics
 from apps.common.exceptions import InvalidInput, PayloadTooLarge
 from apps.common.negotiation import JsonOnlyNegotiation
 from apps.enforcement import serializers
+from apps.enforcement.authentication import ApiKeyAuthentication
 from apps.enforcement.authz import authz_evaluate, forwarded_request
 from apps.enforcement.headers import ratelimit_headers, retry_after_header
 from apps.enforcement.leases import lease_acquire, lease_release, lease_renew
@@ -31,6 +31,7 @@ from apps.enforcement.parsing import (
 )
 from apps.enforcement.selectors import customer_limits_effective
 from apps.enforcement.services import DENIED, OVER_LIMIT, CheckOutcome, check_batch_evaluate, check_evaluate
+from apps.limits.snapshot import Snapshot
 from apps.limits.snapshot_holder import snapshot_current
 
 STATUS_BY_CODE = {"OK": 200, OVER_LIMIT: 429, DENIED: 403}
@@ -59,10 +60,10 @@ def outcome_body(outcome: CheckOutcome) -> dict[str, Any]:
     }
 
 
-def observe(endpoint: str, started: float, decided: list[tuple[str, CheckOutcome]]) -> None:
+def observe(endpoint: str, started: float, decided: list[tuple[str, CheckOutcome]], snapshot: Snapshot) -> None:
     """Count the decisions by operation and outcome (added up first: a batch costs a few increments),
-    and time the request once."""
-    known = snapshot_current().limits_by_operation
+    and time the request once. Operations the snapshot does not know are counted as "other"."""
+    known = snapshot.limits_by_operation
     totals: dict[tuple[str, str], list[int]] = {}
     for operation, outcome in decided:
         counts = totals.setdefault((metrics.operation_label(operation, known), outcome.code), [0, 0, 0])
@@ -100,11 +101,12 @@ class CheckApi(ServiceApi):
     def post(self, request: Request) -> Response:
         started = time.perf_counter()
         try:
-            check = parse_check(request.data)
+            item = parse_check(request.data)
         except ParseError as error:
             raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
-        outcome = check_evaluate(principal=request.user, request=check)
-        observe("check", started, [(check.operation, outcome)])
+        snapshot = snapshot_current()
+        outcome = check_evaluate(principal=request.user, item=item, snapshot=snapshot)
+        observe("check", started, [(item.operation, outcome)], snapshot)
         return Response(outcome_body(outcome), status=STATUS_BY_CODE[outcome.code], headers=outcome_headers(outcome))
 
 
@@ -117,13 +119,15 @@ class CheckBatchApi(ServiceApi):
     def post(self, request: Request) -> Response:
         started = time.perf_counter()
         try:
-            checks, mode = parse_batch(request.data)
+            items, mode = parse_batch(request.data)
         except BatchTooLarge as error:
             raise PayloadTooLarge(str(error), code="batch_too_large") from None
         except ParseError as error:
             raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
-        outcomes = check_batch_evaluate(principal=request.user, requests=checks, mode=mode)
-        observe("batch", started, [(check.operation, outcome) for check, outcome in zip(checks, outcomes, strict=True)])
+        snapshot = snapshot_current()
+        outcomes = check_batch_evaluate(principal=request.user, items=items, mode=mode, snapshot=snapshot)
+        decided = [(item.operation, outcome) for item, outcome in zip(items, outcomes, strict=True)]
+        observe("batch", started, decided, snapshot)
         allowed = sum(outcome.allowed for outcome in outcomes)
         body = {
             "allowed_count": allowed,
@@ -145,12 +149,13 @@ class LeaseAcquireApi(ServiceApi):
     )
     def post(self, request: Request) -> Response:
         try:
-            check, ttl_s = parse_lease(request.data)
+            item, ttl_s = parse_lease(request.data)
         except ParseError as error:
             raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
         started = time.perf_counter()
-        result = lease_acquire(principal=request.user, request=check, ttl_s=ttl_s)
-        observe("lease", started, [(check.operation, result.outcome)])
+        snapshot = snapshot_current()
+        result = lease_acquire(principal=request.user, item=item, ttl_s=ttl_s, snapshot=snapshot)
+        observe("lease", started, [(item.operation, result.outcome)], snapshot)
         body = outcome_body(result.outcome)
         status = STATUS_BY_CODE[result.outcome.code]
         if result.outcome.allowed:
@@ -198,7 +203,9 @@ class CustomerLimitsApi(ServiceApi):
             raise InvalidInput(INVALID_MESSAGE, fields={name: ["Unknown query parameter."] for name in sorted(unknown)})
         if len(customer) > MAX_CUSTOMER_LENGTH:
             raise InvalidInput(INVALID_MESSAGE, fields={"customer": [f"At most {MAX_CUSTOMER_LENGTH} characters."]})
-        body = customer_limits_effective(principal=request.user, customer=customer, **query.validated_data)
+        body = customer_limits_effective(
+            principal=request.user, customer=customer, snapshot=snapshot_current(), **query.validated_data
+        )
         return Response(body)
 
 
@@ -214,8 +221,9 @@ class AuthzApi(ServiceApi):
     def post(self, request: Request, tail: str = "") -> Response:
         started = time.perf_counter()
         forwarded = forwarded_request(request.META, request.method or "GET", tail)
-        operation, outcome = authz_evaluate(principal=request.user, forwarded=forwarded)
-        observe("authz", started, [(operation, outcome)])
+        snapshot = snapshot_current()
+        operation, outcome = authz_evaluate(principal=request.user, forwarded=forwarded, snapshot=snapshot)
+        observe("authz", started, [(operation, outcome)], snapshot)
         return Response(outcome_body(outcome), status=STATUS_BY_CODE[outcome.code], headers=outcome_headers(outcome))
 
     @extend_schema(exclude=True)

@@ -17,8 +17,10 @@ from django.core.exceptions import ImproperlyConfigured
 
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.exceptions import InvalidInput
-from apps.enforcement.parsing import MAX_CUSTOMER_LENGTH, CheckRequest, ParseError, parse_check
-from apps.enforcement.services import OK, CheckOutcome, check_authorize, check_evaluate
+from apps.enforcement.parsing import MAX_CUSTOMER_LENGTH, ParseError, parse_check
+from apps.enforcement.services import DENIED, OK, CheckOutcome, check_evaluate
+from apps.engine import CheckItem
+from apps.limits.snapshot import Snapshot
 
 # Where each gateway puts the original method and URI (first one present wins).
 METHOD_HEADERS = ("HTTP_X_ORIGINAL_METHOD", "HTTP_X_FORWARDED_METHOD")
@@ -68,23 +70,25 @@ def forwarded_request(meta: dict[str, Any], own_method: str, tail: str) -> Forwa
     return ForwardedRequest(method.upper(), uri.split("?", 1)[0], meta.get(header, ""), ip)
 
 
-def authz_evaluate(*, principal: ApiPrincipal, forwarded: ForwardedRequest) -> tuple[str, CheckOutcome]:
+def authz_evaluate(
+    *, principal: ApiPrincipal, forwarded: ForwardedRequest, snapshot: Snapshot
+) -> tuple[str, CheckOutcome]:
     """Decide the forwarded request: (operation, outcome). A path no route maps follows
     QUOTA_AUTHZ_UNMATCHED (allow or deny) and is reported as operation ""."""
     if forwarded.customer_header:
-        check_authorize(principal, forwarded.customer_header)
+        principal.authorize(forwarded.customer_header)
     for route in authz_routes():
         if route.method not in ("*", forwarded.method):
             continue
         found = route.path.fullmatch(forwarded.path)
         if found:
-            request = _check_request(principal, forwarded, route.operation, found.groupdict().get("resource") or "")
-            return route.operation, check_evaluate(principal=principal, request=request)
+            item = _check_item(principal, forwarded, route.operation, found.groupdict().get("resource") or "")
+            return route.operation, check_evaluate(principal=principal, item=item, snapshot=snapshot)
     allowed = settings.QUOTA_AUTHZ_UNMATCHED == "allow"
-    return "", CheckOutcome(allowed, OK if allowed else "DENIED", 0 if allowed else None, (), {})
+    return "", CheckOutcome(allowed, OK if allowed else DENIED, 0 if allowed else None, (), {})
 
 
-def _check_request(principal: ApiPrincipal, forwarded: ForwardedRequest, operation: str, resource: str) -> CheckRequest:
+def _check_item(principal: ApiPrincipal, forwarded: ForwardedRequest, operation: str, resource: str) -> CheckItem:
     customer = forwarded.customer_header or principal.customer or ""
     if not customer:
         raise InvalidInput(

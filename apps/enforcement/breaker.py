@@ -54,3 +54,8 @@ class CircuitBreaker:
             if self._probing or self._failures >= self._threshold:
                 self._opened_at = self._clock()
             self._probing = False
+
+    def record_abandoned(self) -> None:
+        """The call failed for a reason that says nothing about Redis: a probe may be tried again."""
+        with self._lock:
+            self._probing = False

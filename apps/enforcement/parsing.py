@@ -3,6 +3,9 @@
 DRF serializers cost about 30 µs per batch item here, more than deciding it; this module does the
 same checks in a few µs. serializers.py describes the same contract for the OpenAPI schema, and the
 schemathesis test holds the two to each other. Every error names its field; nothing is half-parsed.
+
+A valid check comes out as the engine's CheckItem, in UTC: the service sets the customer's time zone
+once it has looked the customer up (services.py).
 """
 
 from __future__ import annotations
@@ -10,8 +13,9 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from apps.engine import CheckItem
 
 MAX_CUSTOMER_LENGTH = 200
 MAX_OPERATION_LENGTH = 100
@@ -39,18 +43,6 @@ class ParseError(Exception):
 class BatchTooLarge(Exception):
     def __init__(self, count: int) -> None:
         super().__init__(f"A batch holds at most {MAX_BATCH_ITEMS} items; this one has {count}.")
-
-
-@dataclass(frozen=True, slots=True)
-class CheckRequest:
-    customer: str
-    operation: str
-    resource: str = ""
-    attributes: dict[str, str] = field(default_factory=dict)
-    costs: dict[str, int] = field(default_factory=dict)
-    ip: str = ""
-    request_id: str | None = None
-    dry_run: bool = False
 
 
 def _text(data: dict[str, Any], name: str, max_length: int, errors: Errors, *, required: bool) -> str:
@@ -142,16 +134,16 @@ def _kind(value: Any) -> str:
     )
 
 
-def parse_check(data: Any) -> CheckRequest:
+def parse_check(data: Any) -> CheckItem:
     """Validate one check object; raises ParseError with every problem by field."""
     errors: Errors = {}
-    request = _parse_check_into(data, errors)
-    if errors:
+    item = _parse_check_into(data, errors)
+    if item is None:
         raise ParseError(errors)
-    return request  # type: ignore[return-value]
+    return item
 
 
-def _parse_check_into(data: Any, errors: Errors) -> CheckRequest | None:
+def _parse_check_into(data: Any, errors: Errors) -> CheckItem | None:
     if type(data) is not dict:
         errors["non_field_errors"] = [f"A check must be a JSON object, not {_kind(data)}."]
         return None
@@ -160,17 +152,17 @@ def _parse_check_into(data: Any, errors: Errors) -> CheckRequest | None:
         errors["non_field_errors"] = [f"Unknown field(s): {', '.join(sorted(map(str, unknown)))[:300]}."]
     if None in data.values():
         _refuse_nulls(data, errors)
-    request = CheckRequest(
-        customer=_text(data, "customer", MAX_CUSTOMER_LENGTH, errors, required=True),
-        operation=_text(data, "operation", MAX_OPERATION_LENGTH, errors, required=True),
-        resource=_text(data, "resource", MAX_RESOURCE_LENGTH, errors, required=False),
-        attributes=_attributes(data.get("attributes"), errors),
-        costs=_costs(data.get("costs"), errors),
-        ip=_ip(data.get("ip"), errors),
-        request_id=_text(data, "request_id", MAX_REQUEST_ID_LENGTH, errors, required=False) or None,
-        dry_run=_flag(data, "dry_run", errors),
-    )
-    return None if errors else request
+    fields = {
+        "customer": _text(data, "customer", MAX_CUSTOMER_LENGTH, errors, required=True),
+        "operation": _text(data, "operation", MAX_OPERATION_LENGTH, errors, required=True),
+        "resource": _text(data, "resource", MAX_RESOURCE_LENGTH, errors, required=False),
+        "attributes": _attributes(data.get("attributes"), errors),
+        "costs": _costs(data.get("costs"), errors),
+        "ip": _ip(data.get("ip"), errors),
+        "request_id": _text(data, "request_id", MAX_REQUEST_ID_LENGTH, errors, required=False) or None,
+        "dry_run": _flag(data, "dry_run", errors),
+    }
+    return None if errors else CheckItem(**fields)
 
 
 def _refuse_nulls(data: dict[str, Any], errors: Errors) -> None:
@@ -180,7 +172,7 @@ def _refuse_nulls(data: dict[str, Any], errors: Errors) -> None:
             errors[name] = ["May not be null; leave the field out to use its default."]
 
 
-def parse_batch(data: Any) -> tuple[list[CheckRequest], str]:
+def parse_batch(data: Any) -> tuple[list[CheckItem], str]:
     """Validate a batch: {items: [...], mode}. Raises BatchTooLarge (413) or ParseError (400)."""
     if type(data) is not dict:
         raise ParseError({"non_field_errors": [f"A batch must be a JSON object, not {_kind(data)}."]})
@@ -197,28 +189,28 @@ def parse_batch(data: Any) -> tuple[list[CheckRequest], str]:
         raise ParseError(errors)
     if len(items) > MAX_BATCH_ITEMS:
         raise BatchTooLarge(len(items))
-    requests, item_errors = _parse_items(items)
+    parsed, item_errors = _parse_items(items)
     if item_errors:
         errors["items"] = item_errors
     if errors:
         raise ParseError(errors)
-    return requests, mode
+    return parsed, mode
 
 
-def _parse_items(items: list[Any]) -> tuple[list[CheckRequest], Errors]:
-    requests: list[CheckRequest] = []
+def _parse_items(items: list[Any]) -> tuple[list[CheckItem], Errors]:
+    parsed: list[CheckItem] = []
     item_errors: Errors = {}
-    for index, item in enumerate(items):
+    for index, raw in enumerate(items):
         errors: Errors = {}
-        request = _parse_check_into(item, errors)
-        if errors:
+        item = _parse_check_into(raw, errors)
+        if item is None:
             item_errors[str(index)] = errors
-        elif request is not None:
-            requests.append(request)
-    return requests, item_errors
+        else:
+            parsed.append(item)
+    return parsed, item_errors
 
 
-def parse_lease(data: Any) -> tuple[CheckRequest, int | None]:
+def parse_lease(data: Any) -> tuple[CheckItem, int | None]:
     """A lease request: the check fields plus an optional ttl_s (seconds)."""
     if type(data) is not dict:
         raise ParseError({"non_field_errors": [f"A lease request must be a JSON object, not {_kind(data)}."]})

@@ -1,4 +1,8 @@
-"""Read-only views of enforcement: the limits in force for a customer, with what remains of each."""
+"""Read-only views of enforcement: the limits in force for a customer, with what remains of each.
+
+What remains is read from Redis through store.engine_call: while Redis is unreachable (or the breaker is
+open) the limits are still listed, with `remaining: null` and `degraded: true`.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,13 @@ import time
 from typing import Any
 
 from apps.apikeys.selectors import ApiPrincipal
-from apps.enforcement.resolution import CheckTarget, active_override, apply_override, matching_rule
-from apps.enforcement.services import check_authorize
 from apps.enforcement.specs import limit_spec_of
-from apps.enforcement.store import engine_store
-from apps.engine import CheckItem
+from apps.enforcement.store import engine_call
+from apps.engine import CheckItem, Decision
+from apps.engine.types import REQUESTS
 from apps.limits.models import Algorithm
+from apps.limits.resolution import limit_effective, matching_rule
 from apps.limits.snapshot import LimitConfig, Snapshot
-from apps.limits.snapshot_holder import snapshot_current
 
 
 def _limit_row(original: LimitConfig, effective: LimitConfig | None) -> dict[str, Any]:
@@ -37,57 +40,65 @@ def _limit_row(original: LimitConfig, effective: LimitConfig | None) -> dict[str
     }
 
 
-def _applicable(snapshot: Snapshot, customer: str, plan: str | None, target: CheckTarget, now_ms: int) -> list[Any]:
+def _applicable(snapshot: Snapshot, customer: str, plan: str | None, resource: str, now_ms: int) -> list[Any]:
     overrides = snapshot.overrides_by_customer.get(customer, ())
-    found = []
-    for limits in snapshot.limits_by_operation.values():
-        for limit in limits:
-            if limit.plan in (None, plan):
-                override = active_override(overrides, limit.name, target, now_ms=now_ms)
-                found.append((limit, apply_override(limit, override)))
-    return found
+    return [
+        (limit, limit_effective(limit, overrides, resource=resource, now_ms=now_ms))
+        for limits in snapshot.limits_by_operation.values()
+        for limit in limits
+        if limit.plan in (None, plan)
+    ]
 
 
 def customer_limits_effective(
-    *, principal: ApiPrincipal, customer: str, resource: str = "", ip: str = ""
+    *, principal: ApiPrincipal, customer: str, snapshot: Snapshot, resource: str = "", ip: str = ""
 ) -> dict[str, Any]:
     """Every limit that can apply to `customer` (attribute matches aside), after plan and overrides,
     with remaining amounts for the given resource and ip, read in one dry-run round trip."""
-    check_authorize(principal, customer)
-    snapshot, now_ms = snapshot_current(), time.time_ns() // 1_000_000
+    principal.authorize(customer)
+    now_ms = time.time_ns() // 1_000_000
     config = snapshot.customers.get(customer)
-    target = CheckTarget(customer=customer, operation="", resource=resource, ip=ip, api_key_prefix=principal.prefix)
-    pairs = _applicable(snapshot, customer, config.plan if config else None, target, now_ms)
+    timezone = config.timezone if config else "UTC"
+    pairs = _applicable(snapshot, customer, config.plan if config else None, resource, now_ms)
     rows = [_limit_row(original, effective) for original, effective in pairs]
-    _fill_remaining(rows, pairs, customer, resource, ip, config.timezone if config else "UTC")
-    rule = matching_rule(tuple(r for r in snapshot.rules if r.operation is None), target, now_ms=now_ms)
+    asked = {"customer": customer, "resource": resource, "ip": ip, "timezone": timezone}
+    degraded = not _fill_remaining(rows, pairs, asked)
+    rule = matching_rule(
+        snapshot.rules, customer=customer, operation=None, ip=ip, api_key_prefix=principal.prefix, now_ms=now_ms
+    )
     return {
         "customer": customer,
         "known": config is not None,
         "plan": config.plan if config else None,
-        "timezone": config.timezone if config else "UTC",
+        "timezone": timezone,
         "access_rule": rule.action if rule else None,
+        "degraded": degraded,
         "limits": rows,
     }
 
 
-def _fill_remaining(
-    rows: list[dict[str, Any]], pairs: list[Any], customer: str, resource: str, ip: str, tz: str
-) -> None:
+def _fill_remaining(rows: list[dict[str, Any]], pairs: list[Any], asked: dict[str, str]) -> bool:
+    """Fill in remaining and reset_ms of the rows Redis counts for the customer, resource and ip `asked`;
+    False when Redis could not be read (they stay null)."""
     counted = [
         (row, effective)
         for row, (_, effective) in zip(rows, pairs, strict=True)
         if effective is not None and effective.algorithm != Algorithm.CONCURRENCY and not effective.match
     ]
     if not counted:
-        return
-    checks = [
-        (
-            CheckItem(customer=customer, operation=effective.operation, resource=resource, ip=ip, dry_run=True,
-                      costs={effective.unit: 0} if effective.unit != "requests" else {}, timezone=tz),
-            [limit_spec_of(effective)],
-        )
-        for _, effective in counted
-    ]  # fmt: skip
-    for (row, _), decision in zip(counted, engine_store().check_batch(checks, "independent"), strict=True):
+        return True
+    checks = [(_dry_run(asked, effective), [limit_spec_of(effective)]) for _, effective in counted]
+    decisions: list[Decision] | None = engine_call(
+        lambda store: store.check_batch(checks, "independent"), fallback=lambda: None
+    )
+    if decisions is None:
+        return False
+    for (row, _), decision in zip(counted, decisions, strict=True):
         row["remaining"], row["reset_ms"] = decision.limits[0].remaining, decision.limits[0].reset_ms
+    return True
+
+
+def _dry_run(asked: dict[str, str], limit: LimitConfig) -> CheckItem:
+    # A zero cost in the limit's unit reads the counter; "requests" costs 1 by default, and a dry run counts nothing.
+    costs = {limit.unit: 0} if limit.unit != REQUESTS else {}
+    return CheckItem(**asked, operation=limit.operation, costs=costs, dry_run=True)

@@ -113,6 +113,9 @@ class CustomerLimitsSerializer(serializers.Serializer):
     plan = serializers.CharField(allow_null=True)
     timezone = serializers.CharField()
     access_rule = serializers.CharField(allow_null=True)
+    degraded = serializers.BooleanField(
+        help_text="True when Redis could not be read: the limits are listed, their `remaining` is null."
+    )
     limits = EffectiveLimitSerializer(many=True)
 
 

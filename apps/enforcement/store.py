@@ -1,21 +1,35 @@
-"""This process's engine store: Redis when REDIS_URL is set, else the in-process reference store.
+"""This process's engine store, and the one guarded path every call to it takes.
 
-In-process counters are this process's alone, so the Celery worker cannot flush them: with the
-embedded default, the web process flushes its own usage to the database in a background thread.
+The store is Redis when REDIS_URL is set, else the in-process reference store. In-process counters are
+this process's alone, so the Celery worker cannot flush them: with the embedded default, the web process
+flushes its own usage to the database in a background thread. The Redis client comes from django-redis,
+so the cache and the engine share one connection pool. Tests swap the store (own key prefix, a
+ManualClock) with engine_store_use().
 
-The Redis client comes from django-redis, so the cache and the engine share one connection pool.
-Tests swap the store (own key prefix, a ManualClock) with engine_store_use().
+Every call from a request goes through `engine_call`: the circuit breaker first, then the call, then
+success or failure recorded, then the caller's fallback when Redis failed or the breaker is open. So a
+dead Redis costs each request nothing once the breaker has opened, whatever the call (check, batch,
+lease, read-out).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.conf import settings
+from redis.exceptions import RedisError
 
+from apps.common import metrics
 from apps.common.background import PeriodicThread
+from apps.enforcement.breaker import CircuitBreaker
 from apps.engine import MemoryStore, Store
 from apps.engine.store.redis import RedisStore
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EMBEDDED_FLUSH_INTERVAL_S = 20.0  # the flush takes minutes before the last one: rows land 1-2 minutes late
 _store: Store | None = None
@@ -63,3 +77,32 @@ def usage_flusher_start(store: Store, interval_s: float) -> PeriodicThread:
     flusher = PeriodicThread("usage-flusher", lambda: usage_flush(store=store), lambda: interval_s)
     flusher.start()
     return flusher
+
+
+redis_breaker = CircuitBreaker(failure_threshold=settings.QUOTA_BREAKER_FAILURES, open_s=settings.QUOTA_BREAKER_OPEN_S)
+
+
+def engine_call(call: Callable[[Store], T], *, fallback: Callable[[], T]) -> T:
+    """`call(store)`, or `fallback()` when Redis fails or the breaker says not to try (no attempt is made).
+
+    The fallback is the caller's failure policy: each limit's `on_store_failure` for checks (fallback.py),
+    503 for lease renewals, unknown remaining amounts for read-outs.
+    """
+    if redis_breaker.allow():
+        try:
+            result = call(engine_store())
+        except RedisError as error:
+            _store_failed(error)
+        except Exception:
+            redis_breaker.record_abandoned()
+            raise
+        else:
+            redis_breaker.record_success()
+            return result
+    return fallback()
+
+
+def _store_failed(error: RedisError) -> None:
+    redis_breaker.record_failure()
+    metrics.redis_error_recorded(metrics.redis_error_kind(error))
+    logger.warning("Redis failed (%s: %s); the caller's failure policy decides", type(error).__name__, error)

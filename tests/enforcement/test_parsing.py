@@ -5,12 +5,12 @@ import pytest
 from apps.enforcement.parsing import (
     MAX_BATCH_ITEMS,
     BatchTooLarge,
-    CheckRequest,
     ParseError,
     parse_batch,
     parse_check,
     parse_lease,
 )
+from apps.engine import CheckItem
 
 VALID = {"customer": "acct-1", "operation": "PutRecords"}
 
@@ -22,7 +22,7 @@ def errors_for(data) -> dict:
 
 
 def test_a_minimal_check_gets_its_defaults() -> None:
-    assert parse_check(VALID) == CheckRequest(customer="acct-1", operation="PutRecords")
+    assert parse_check(VALID) == CheckItem(customer="acct-1", operation="PutRecords")
 
 
 def test_every_field_is_read() -> None:
