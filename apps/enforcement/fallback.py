@@ -188,4 +188,4 @@ def fallback_purge(*, now: dt.datetime | None = None) -> dict[str, int]:
     counters, _ = FallbackCounter.objects.filter(window_end__lte=now).delete()
     requests, _ = FallbackRequest.objects.filter(created_at__lte=now - REQUEST_ID_WINDOW).delete()
     heartbeats, _ = InstanceHeartbeat.objects.filter(seen_at__lte=now - HEARTBEAT_KEEP).delete()
-    return {"fallback_counters": counters, "fallback_request_ids": requests, "heartbeats": heartbeats}
+    return {"fallback_counters": counters, "fallback_requests": requests, "heartbeats": heartbeats}

@@ -1,10 +1,13 @@
 """Writing configuration objects: every write goes through full_clean(), whichever door it came from."""
 
+import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from django.apps import apps
 from django.db import models, transaction
+
+from apps.limits.models import AccessRule, Override
 
 ModelT = TypeVar("ModelT", bound=models.Model)
 
@@ -34,3 +37,10 @@ def config_object_delete(*, instance: models.Model) -> dict[type[models.Model], 
         if count and model is not type(instance) and not model._meta.auto_created:
             cascaded[model] = count
     return cascaded
+
+
+def limits_purge_expired(*, now: dt.datetime) -> dict[str, int]:
+    """Delete overrides that have ended and access rules that have expired (each deletion is in the history)."""
+    overrides = Override.objects.filter(ends__lt=now).delete()[1].get(Override._meta.label, 0)
+    rules = AccessRule.objects.filter(expires__lt=now).delete()[1].get(AccessRule._meta.label, 0)
+    return {"overrides": overrides, "access_rules": rules}

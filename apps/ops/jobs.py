@@ -3,26 +3,65 @@
 The Celery tasks, `manage.py run_job NAME` and `manage.py setup_periodic_tasks` all read JOBS, so a job
 run by hand is the same code as the scheduled one. A job's `run` takes no arguments and returns a
 report: a dataclass with a one-line `summary` (a property, or a method) and, optionally, `as_dict()`.
-The report as a dict is what the usage tasks return and what `run_job --json` prints.
+The report as a dict is what the tasks (apps/ops/tasks.py) return and what `run_job --json` prints.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import logging
 import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
+from apps.enforcement.fallback import fallback_purge
 from apps.enforcement.store import engine_store
+from apps.limits.services import limits_purge_expired
 from apps.usage.services import usage_flush, usage_purge, usage_rollup
+
+logger = logging.getLogger(__name__)
 
 
 def flush_usage() -> Any:
     return usage_flush(store=engine_store())
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeReport:
+    minutes: int = 0
+    hours: int = 0
+    days: int = 0
+    claims: int = 0
+    overrides: int = 0
+    access_rules: int = 0
+    fallback_counters: int = 0
+    fallback_requests: int = 0
+    heartbeats: int = 0
+
+    @property
+    def summary(self) -> str:
+        return (
+            f"purged {self.minutes} minute, {self.hours} hour and {self.days} day usage rows,"
+            f" {self.overrides} expired overrides, {self.access_rules} expired access rules,"
+            f" {self.claims} old flush claims, {self.fallback_counters} fallback windows,"
+            f" {self.fallback_requests} fallback request ids, {self.heartbeats} stale heartbeats;"
+            " expired leases and orphan Redis counters expire by TTL in Redis"
+        )
+
+
+def purge_expired(*, now: dt.datetime | None = None) -> PurgeReport:
+    """Each app deletes its own expired rows: usage (apps/usage), overrides and rules (apps/limits), the
+    database failure policy's windows, request ids and heartbeats (apps/enforcement)."""
+    now = now or timezone.now()
+    report = PurgeReport(**usage_purge(now=now), **limits_purge_expired(now=now), **fallback_purge(now=now))
+    logger.info("purge: %s", report.summary)
+    return report
 
 
 def refresh_toggles() -> Any:
@@ -50,7 +89,7 @@ JOBS: dict[str, Job] = {
         Job(
             "flush_usage",
             flush_usage,
-            "apps.usage.tasks.usage_flush_task",
+            "apps.ops.tasks.flush_usage_task",
             "* * * * *",  # https://crontab.guru/#*_*_*_*_*
             "Move completed minutes of usage from Redis into PostgreSQL, exactly once.",
             expire_seconds=50,
@@ -58,7 +97,7 @@ JOBS: dict[str, Job] = {
         Job(
             "rollup_usage",
             usage_rollup,
-            "apps.usage.tasks.usage_rollup_task",
+            "apps.ops.tasks.rollup_usage_task",
             # Two minutes past each five: the flush at hh:01 has stored minute hh:59 before hh:02.
             "2-59/5 * * * *",  # https://crontab.guru/#2-59/5_*_*_*_*
             "Recompute the hours and days that newly flushed minutes fall in.",
@@ -66,8 +105,8 @@ JOBS: dict[str, Job] = {
         ),
         Job(
             "purge_expired",
-            usage_purge,
-            "apps.usage.tasks.usage_purge_task",
+            purge_expired,
+            "apps.ops.tasks.purge_expired_task",
             "17 3 * * *",  # https://crontab.guru/#17_3_*_*_*
             "Delete usage past retention, expired overrides and access rules, old flush claims.",
         ),

@@ -9,7 +9,7 @@ import time
 import pytest
 import redis
 
-from apps.enforcement import heartbeat, services
+from apps.enforcement import heartbeat, store
 from apps.enforcement.breaker import OPEN, CircuitBreaker
 from apps.enforcement.fallback import fallback_purge
 from apps.enforcement.models import FallbackCounter, FallbackRequest, InstanceHeartbeat
@@ -29,7 +29,7 @@ def dead_redis(monkeypatch):
         f"redis://127.0.0.1:{free_port()}/0", socket_timeout=0.05, socket_connect_timeout=0.05
     )
     engine_store_use(RedisStore(client, key_prefix="dead"))
-    monkeypatch.setattr(services, "redis_breaker", CircuitBreaker(failure_threshold=1000, open_s=60))
+    monkeypatch.setattr(store, "redis_breaker", CircuitBreaker(failure_threshold=1000, open_s=60))
     yield
     engine_store_use(None)
 
@@ -120,7 +120,7 @@ def test_the_breaker_opens_so_later_checks_do_not_wait_on_redis(service_key, mon
     )
     engine_store_use(RedisStore(client, key_prefix="dead"))
     breaker = CircuitBreaker(failure_threshold=3, open_s=60)
-    monkeypatch.setattr(services, "redis_breaker", breaker)
+    monkeypatch.setattr(store, "redis_breaker", breaker)
     limit(StoreFailurePolicy.OPEN)
     api = client_with(service_key)
     try:
@@ -145,6 +145,6 @@ def test_purge_removes_finished_windows_old_request_ids_and_gone_instances() -> 
 
     purged = fallback_purge(now=now)
 
-    assert purged == {"fallback_counters": 1, "fallback_request_ids": 1, "heartbeats": 1}
+    assert purged == {"fallback_counters": 1, "fallback_requests": 1, "heartbeats": 1}
     assert list(FallbackCounter.objects.values_list("key", flat=True)) == ["live"]
     assert list(InstanceHeartbeat.objects.values_list("instance", flat=True)) == ["here"]

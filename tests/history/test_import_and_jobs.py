@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from apps.history.models import ChangeEvent
 from apps.limits.models import Limit
+from apps.ops.tasks import purge_expired_task
 from apps.toggles.models import FeatureToggle
 from apps.toggles.services import toggles_refresh
 from apps.toggles.tasks import toggles_refresh_task
-from apps.usage.tasks import usage_purge_task
 from tests.customers.factories import CustomerFactory
 from tests.history.helpers import before_after, events_of, last_event
 from tests.limits.factories import LimitFactory, OverrideFactory
@@ -156,7 +156,7 @@ def test_the_purge_job_records_each_expired_override_it_deletes() -> None:
     expired = OverrideFactory(customer=CustomerFactory(external_id="acct-3"), ends=now - dt.timedelta(days=1))
     OverrideFactory(ends=now + dt.timedelta(days=1))
 
-    usage_purge_task.apply().get()
+    purge_expired_task.apply().get()
 
     event = ChangeEvent.objects.get(action="deleted")
-    assert (event.object_id, event.customer, event.actor) == (str(expired.pk), "acct-3", "usage_purge_task (job)")
+    assert (event.object_id, event.customer, event.actor) == (str(expired.pk), "acct-3", "purge_expired_task (job)")

@@ -13,9 +13,9 @@ from quota_platform.celery import app as celery_app
 pytestmark = pytest.mark.django_db
 
 EXPECTED = {
-    "flush_usage": ("apps.usage.tasks.usage_flush_task", "* * * * *"),
-    "rollup_usage": ("apps.usage.tasks.usage_rollup_task", "2-59/5 * * * *"),
-    "purge_expired": ("apps.usage.tasks.usage_purge_task", "17 3 * * *"),
+    "flush_usage": ("apps.ops.tasks.flush_usage_task", "* * * * *"),
+    "rollup_usage": ("apps.ops.tasks.rollup_usage_task", "2-59/5 * * * *"),
+    "purge_expired": ("apps.ops.tasks.purge_expired_task", "17 3 * * *"),
     "refresh_toggles": ("apps.toggles.tasks.toggles_refresh_task", "* * * * *"),
 }
 

@@ -1,19 +1,15 @@
-"""usage_purge: what is past retention or expired goes; what a flush or rollup may still need stays."""
+"""usage_purge: usage past retention goes; what a flush or rollup may still need stays."""
 
 import datetime as dt
 
 import pytest
 
-from apps.enforcement.models import FallbackCounter, FallbackRequest, InstanceHeartbeat
-from apps.limits.models import AccessRule, Override
 from apps.usage.models import FlushedMinute, UsageDay, UsageHour, UsageMinute
 from apps.usage.services import usage_purge
-from tests.limits.factories import AccessRuleFactory, OverrideFactory
 from tests.usage.factories import (
     FlushedMinuteFactory,
     UsageDayFactory,
     UsageHourFactory,
-    UsageMinuteFactory,
     flushed,
     minute_number,
 )
@@ -50,7 +46,7 @@ def test_usage_past_each_tables_retention_is_deleted_and_days_are_kept_forever()
 
     report = usage_purge(now=NOW)
 
-    assert (report.minutes, report.hours, report.days) == (1, 1, 0)
+    assert (report["minutes"], report["hours"], report["days"]) == (1, 1, 0)
     assert buckets(UsageMinute) == [kept_minute.bucket]
     assert buckets(UsageHour) == [kept_hour.bucket]
     assert buckets(UsageDay) == [ancient_day.bucket]
@@ -61,7 +57,7 @@ def test_a_day_retention_when_set_purges_days_too(settings) -> None:
     settings.QUOTA_RETENTION_DAY_DAYS = 30
     UsageDayFactory(bucket=NOW - 31 * DAYS)
 
-    assert usage_purge(now=NOW).days == 1
+    assert usage_purge(now=NOW)["days"] == 1
 
 
 def test_minutes_not_yet_rolled_up_stay_with_the_rest_of_their_day_whatever_their_age() -> None:
@@ -71,7 +67,7 @@ def test_minutes_not_yet_rolled_up_stay_with_the_rest_of_their_day_whatever_thei
 
     report = usage_purge(now=NOW)
 
-    assert report.minutes == 1
+    assert report["minutes"] == 1
     assert buckets(UsageMinute) == [same_day.bucket, pending.bucket]
 
 
@@ -85,52 +81,11 @@ def test_a_short_retention_never_purges_what_a_late_flush_may_still_recompute(se
     assert buckets(UsageMinute) == [kept.bucket]
 
 
-def test_expired_overrides_and_access_rules_are_deleted_and_the_others_kept() -> None:
-    OverrideFactory(ends=NOW - dt.timedelta(seconds=1))
-    current = OverrideFactory(ends=NOW + DAYS)
-    endless = OverrideFactory(ends=None)
-    AccessRuleFactory(expires=NOW - DAYS)
-    lasting = AccessRuleFactory(expires=None)
-
-    report = usage_purge(now=NOW)
-
-    assert (report.overrides, report.access_rules) == (1, 1)
-    assert set(Override.objects.all()) == {current, endless}
-    assert list(AccessRule.objects.all()) == [lasting]
-
-
 def test_flush_claims_stay_while_redis_may_still_hold_their_minute_and_until_rolled_up() -> None:
     old_rolled = FlushedMinuteFactory(minute=minute_number(NOW - 4 * DAYS), rolled_up=True)
     recent_rolled = FlushedMinuteFactory(minute=minute_number(NOW - 2 * DAYS), rolled_up=True)
     old_pending = FlushedMinuteFactory(minute=minute_number(NOW - 5 * DAYS), rolled_up=False)
 
-    assert usage_purge(now=NOW).claims == 1
+    assert usage_purge(now=NOW)["claims"] == 1
     assert set(FlushedMinute.objects.all()) == {recent_rolled, old_pending}
     assert old_rolled.minute < recent_rolled.minute
-
-
-def test_finished_fallback_windows_old_request_ids_and_stale_heartbeats_are_deleted() -> None:
-    FallbackCounter.objects.create(key="a", window_start=NOW - DAYS, window_end=NOW - DAYS + dt.timedelta(minutes=1))
-    running = FallbackCounter.objects.create(key="b", window_start=NOW, window_end=NOW + dt.timedelta(minutes=1))
-    FallbackRequest.objects.create(customer="acct-1", request_id="old", allowed=True)
-    FallbackRequest.objects.update(created_at=NOW - dt.timedelta(minutes=11))
-    fresh = FallbackRequest.objects.create(customer="acct-1", request_id="fresh", allowed=True)
-    FallbackRequest.objects.filter(pk=fresh.pk).update(created_at=NOW - dt.timedelta(minutes=9))
-    InstanceHeartbeat.objects.create(instance="gone:1", seen_at=NOW - 2 * DAYS)
-    alive = InstanceHeartbeat.objects.create(instance="alive:1", seen_at=NOW)
-
-    report = usage_purge(now=NOW)
-
-    assert (report.fallback_counters, report.fallback_requests, report.heartbeats) == (1, 1, 1)
-    assert list(FallbackCounter.objects.all()) == [running]
-    assert list(FallbackRequest.objects.values_list("request_id", flat=True)) == ["fresh"]
-    assert list(InstanceHeartbeat.objects.all()) == [alive]
-
-
-def test_the_purge_report_says_redis_keys_expire_by_ttl() -> None:
-    UsageMinuteFactory(bucket=NOW)
-
-    summary = usage_purge(now=NOW).summary
-
-    assert summary.startswith("purged 0 minute, 0 hour and 0 day usage rows")
-    assert "expire by TTL in Redis" in summary

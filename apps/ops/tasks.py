@@ -1,4 +1,4 @@
-"""Celery tasks for the usage beat jobs: thin, each runs one job of apps.ops.jobs and owns its retries.
+"""Celery tasks for the beat jobs: thin, each runs one job of apps/ops/jobs.py and owns its retries.
 
 Every job is idempotent (the flush claims each minute, the rollup recomputes, the purge deletes by
 age), so a retry, a duplicate delivery or a run killed at its time limit is harmless.
@@ -23,15 +23,15 @@ RETRIES: dict[str, Any] = {
 
 
 @shared_task(**RETRIES, soft_time_limit=45, time_limit=55)
-def usage_flush_task() -> dict[str, Any]:
+def flush_usage_task() -> dict[str, Any]:
     return job_run("flush_usage")
 
 
 @shared_task(**RETRIES, soft_time_limit=240, time_limit=270)
-def usage_rollup_task() -> dict[str, Any]:
+def rollup_usage_task() -> dict[str, Any]:
     return job_run("rollup_usage")
 
 
 @shared_task(**{**RETRIES, "max_retries": 5, "retry_backoff_max": 600}, soft_time_limit=1800, time_limit=1900)
-def usage_purge_task() -> dict[str, Any]:
+def purge_expired_task() -> dict[str, Any]:
     return job_run("purge_expired")

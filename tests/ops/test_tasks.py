@@ -1,4 +1,4 @@
-"""The usage tasks: each runs its job through apps.ops.jobs, returns the report, and retries on outages."""
+"""The beat tasks: each runs its job through apps.ops.jobs, returns the report, and retries on outages."""
 
 import dataclasses
 import datetime as dt
@@ -8,8 +8,8 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from apps.ops.jobs import JOBS
+from apps.ops.tasks import flush_usage_task, purge_expired_task, rollup_usage_task
 from apps.usage.models import UsageMinute
-from apps.usage.tasks import usage_flush_task, usage_purge_task, usage_rollup_task
 from tests.usage.factories import flushed, spend
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +21,7 @@ def test_the_flush_task_flushes_this_processs_store_and_returns_its_report(engin
     clock.set(int(time.time() * 1000) - 10 * MINUTE_MS)
     spend(engine, costs={"records": 4})
 
-    result = usage_flush_task.apply().get()
+    result = flush_usage_task.apply().get()
 
     assert result["job"] == "flush_usage"
     assert (result["minutes"], result["rows"]) == (1, 1)
@@ -32,13 +32,13 @@ def test_the_flush_task_flushes_this_processs_store_and_returns_its_report(engin
 def test_the_rollup_task_returns_its_report() -> None:
     flushed(dt.datetime(2026, 1, 1, 10, 5, tzinfo=dt.UTC))
 
-    result = usage_rollup_task.apply().get()
+    result = rollup_usage_task.apply().get()
 
     assert (result["job"], result["minutes"], result["hours"], result["days"]) == ("rollup_usage", 1, 1, 1)
 
 
 def test_the_purge_task_returns_its_report() -> None:
-    result = usage_purge_task.apply().get()
+    result = purge_expired_task.apply().get()
 
     assert result["job"] == "purge_expired"
     assert "expire by TTL in Redis" in result["summary"]
@@ -56,7 +56,7 @@ def test_a_task_retries_when_redis_or_the_database_fails_and_then_succeeds(monke
 
     monkeypatch.setitem(JOBS, "rollup_usage", dataclasses.replace(job, run=flaky))
 
-    result = usage_rollup_task.apply()
+    result = rollup_usage_task.apply()
 
     assert result.successful()
     assert len(calls) == 2
@@ -71,7 +71,7 @@ def test_a_task_gives_up_after_its_retries_and_reports_the_failure(monkeypatch) 
 
     monkeypatch.setitem(JOBS, "flush_usage", dataclasses.replace(JOBS["flush_usage"], run=down))
 
-    result = usage_flush_task.apply()
+    result = flush_usage_task.apply()
 
     assert result.failed()
-    assert len(calls) == 1 + usage_flush_task.max_retries
+    assert len(calls) == 1 + flush_usage_task.max_retries
