@@ -9,6 +9,8 @@ from typing import Any
 from django.apps import apps
 from django.db import models
 
+from apps.common.config_models import BOOKKEEPING_FIELDS, CONFIG_MANY_TO_MANY, CONFIG_MODELS
+
 # Bookkeeping every row has; a save that changes only these is not a change anyone needs to read.
 ALWAYS_EXCLUDED = frozenset({"id", "created_at", "updated_at"})
 
@@ -48,17 +50,17 @@ class Tracked:
         return [field for field in self.model._meta.concrete_fields if field.name not in skip]
 
 
-TRACKED: tuple[Tracked, ...] = (
-    Tracked("customers.Plan"),
-    Tracked("customers.Customer", customer_of=_own_external_id),
-    Tracked("limits.Operation"),
-    Tracked("limits.Limit"),
-    Tracked("limits.Override", customer_of=_customer_of),
-    Tracked("limits.AccessRule", customer_of=_customer_of),
-    Tracked("apikeys.Service", many=("operations",)),
+# Whose customer a row is, and fields left out, for the configuration models that need saying; the list of
+# models itself is CONFIG_MODELS.
+DETAILS: dict[str, dict[str, Any]] = {
+    "customers.Customer": {"customer_of": _own_external_id},
+    "limits.Override": {"customer_of": _customer_of},
+    "limits.AccessRule": {"customer_of": _customer_of},
     # The hash stands in for the secret: it never leaves its table. Last use is bookkeeping, not config.
-    Tracked("apikeys.ApiKey", customer_of=_customer_of, excluded=frozenset({"key_hash", "last_used_at"})),
-    Tracked("toggles.FeatureToggle"),
+    "apikeys.ApiKey": {"customer_of": _customer_of, "excluded": frozenset({"key_hash"}) | BOOKKEEPING_FIELDS},
+}
+TRACKED: tuple[Tracked, ...] = tuple(
+    Tracked(label, many=CONFIG_MANY_TO_MANY.get(label, ()), **DETAILS.get(label, {})) for label in CONFIG_MODELS
 )
 
 

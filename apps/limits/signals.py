@@ -5,18 +5,12 @@ Every worker polls the version off the hot path and rebuilds its snapshot when i
 
 from typing import Any
 
+from django.apps import apps
 from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
-from apps.apikeys.models import ApiKey, Service
-from apps.customers.models import Customer, Plan
-from apps.limits.models import AccessRule, Limit, Operation, Override
+from apps.common.config_models import BOOKKEEPING_FIELDS, CONFIG_MANY_TO_MANY, CONFIG_MODELS
 from apps.limits.snapshot import config_version_bump
-from apps.toggles.models import FeatureToggle
-
-CONFIG_MODELS = (Customer, Plan, Operation, Limit, Override, AccessRule, Service, ApiKey, FeatureToggle)
-# Saves that touch only these fields are bookkeeping, not configuration.
-BOOKKEEPING_FIELDS = frozenset({"last_used_at"})
 
 
 def _bump_on_commit(sender: type, update_fields: frozenset[str] | None = None, **kwargs: Any) -> None:
@@ -26,7 +20,10 @@ def _bump_on_commit(sender: type, update_fields: frozenset[str] | None = None, *
 
 
 def connect() -> None:
-    for model in CONFIG_MODELS:
-        post_save.connect(_bump_on_commit, sender=model, dispatch_uid=f"config-bump-save-{model.__name__}")
-        post_delete.connect(_bump_on_commit, sender=model, dispatch_uid=f"config-bump-delete-{model.__name__}")
-    m2m_changed.connect(_bump_on_commit, sender=Service.operations.through, dispatch_uid="config-bump-m2m")
+    for label in CONFIG_MODELS:
+        model = apps.get_model(label)
+        post_save.connect(_bump_on_commit, sender=model, dispatch_uid=f"config-bump-save-{label}")
+        post_delete.connect(_bump_on_commit, sender=model, dispatch_uid=f"config-bump-delete-{label}")
+        for name in CONFIG_MANY_TO_MANY.get(label, ()):
+            through = getattr(model, name).through
+            m2m_changed.connect(_bump_on_commit, sender=through, dispatch_uid=f"config-bump-m2m-{label}.{name}")
