@@ -1,5 +1,4 @@
 import contextlib
-from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -13,44 +12,15 @@ from apps.common.validators import (
     validate_name,
     validate_string_map,
 )
-
-# Named periods that are plain lengths of time for the non-calendar algorithms.
-PERIOD_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
-KEY_BY_FIELDS = ("customer", "resource", "ip")
-ATTRIBUTE_KEY_PREFIX = "attr:"
-DEFAULT_KEY_BY = ["customer", "resource"]
-
-
-class Algorithm(models.TextChoices):
-    FIXED_WINDOW = "fixed_window", "fixed window"
-    CALENDAR = "calendar", "calendar"
-    SLIDING_WINDOW = "sliding_window", "sliding window"
-    SLIDING_LOG = "sliding_log", "sliding log"
-    TOKEN_BUCKET = "token_bucket", "token bucket"
-    LEAKY_BUCKET = "leaky_bucket", "leaky bucket"
-    CONCURRENCY = "concurrency", "concurrency"
-
-
-BUCKET_ALGORITHMS = (Algorithm.TOKEN_BUCKET, Algorithm.LEAKY_BUCKET)
-
-
-class CalendarPeriod(models.TextChoices):
-    DAY = "day", "day"
-    WEEK = "week", "week"
-    MONTH = "month", "month"
-
-
-class Mode(models.TextChoices):
-    ENFORCE = "enforce", "enforce"
-    SHADOW = "shadow", "shadow (count, never reject)"
-    DISABLED = "disabled", "disabled"
-
-
-class StoreFailurePolicy(models.TextChoices):
-    OPEN = "open", "open: admit"
-    CLOSED = "closed", "closed: refuse with 503"
-    DATABASE = "database", "database: count in PostgreSQL per minute"
-    LOCAL = "local", "local: enforce in process, limit ÷ instances"
+from apps.limits.choices import (
+    BUCKET_ALGORITHMS,
+    Algorithm,
+    CalendarPeriod,
+    Mode,
+    RuleAction,
+    StoreFailurePolicy,
+    key_by_errors,
+)
 
 
 class Operation(TimeStampedModel):
@@ -166,23 +136,6 @@ class Limit(TimeStampedModel):
         return self.burst if self.burst is not None else self.quantity
 
 
-def key_by_errors(key_by: Any) -> list[str]:
-    if not isinstance(key_by, list):
-        return ["Must be a list, for example [customer, resource]."]
-    errors = []
-    for entry in key_by:
-        if not isinstance(entry, str):
-            errors.append(f"“{entry}” is not text.")
-        elif entry.startswith(ATTRIBUTE_KEY_PREFIX):
-            if not ATTRIBUTE_NAME_PATTERN.match(entry[len(ATTRIBUTE_KEY_PREFIX) :]):
-                errors.append(f"“{entry}”: after attr: comes an attribute name (letters, digits, _ . -; max 64).")
-        elif entry not in KEY_BY_FIELDS:
-            errors.append(f"“{entry}” is not one of customer, resource, ip or attr:<name>.")
-    if len(set(map(str, key_by))) != len(key_by):
-        errors.append("Each entry may appear only once.")
-    return errors
-
-
 class Override(TimeStampedModel):
     """A per-customer exception to a limit: another quantity or burst, or unlimited, optionally for a time.
 
@@ -241,11 +194,6 @@ class Override(TimeStampedModel):
             errors["match"] = " ".join(error.messages)
         if errors:
             raise ValidationError(errors)
-
-
-class RuleAction(models.TextChoices):
-    ALLOW = "allow", "allow (bypass limits)"
-    DENY = "deny", "deny (always reject)"
 
 
 class AccessRule(TimeStampedModel):

@@ -6,20 +6,18 @@ from typing import Any
 from django.db import models
 
 from apps.common.validators import normalize_ip_or_cidr
-from apps.limits.config_io import fields
-from apps.limits.config_io.sections.base import Entry, Key, Lookup, Section
-from apps.limits.models import (
+from apps.limits.choices import (
     DEFAULT_KEY_BY,
     PERIOD_SECONDS,
-    AccessRule,
     Algorithm,
     CalendarPeriod,
-    Limit,
     Mode,
-    Override,
     RuleAction,
     StoreFailurePolicy,
 )
+from apps.limits.config_io import fields
+from apps.limits.config_io.sections.base import Entry, Key, Lookup, Section
+from apps.limits.models import AccessRule, Limit, Override
 
 PERIOD_NAMES = (*PERIOD_SECONDS, CalendarPeriod.MONTH.value)
 NAME_OF_SECONDS = {seconds: name for name, seconds in PERIOD_SECONDS.items()}
