@@ -1,12 +1,18 @@
-"""Admin for plans. The customer's page (with its overrides, access rules and keys inline, its usage page and
-quick actions) is assembled by the operator console from every app's parts: apps/console/admin.py."""
+"""Admin for plans and customers. A customer's page carries its overrides, access rules and API keys (each
+app's own inline), and links to the operator console's pages under it: its usage page (charts, live limits,
+monopolization score) and quick actions, mounted here by URLconf (apps/console/urls.py).
+"""
 
 from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
+from django.urls import URLPattern, URLResolver, include, path, reverse
+from django.utils.html import format_html
 
-from apps.customers.models import Plan
+from apps.apikeys.admin import ApiKeyInline
+from apps.customers.models import Customer, Plan
 from apps.history.admin import HistoryAdminMixin
+from apps.limits.admin import AccessRuleInline, OverrideInline
 
 
 @admin.register(Plan)
@@ -30,3 +36,25 @@ class PlanAdmin(HistoryAdminMixin, admin.ModelAdmin):
     @admin.display(description="limits", ordering="limit_total")
     def limit_count(self, plan: Plan) -> int:
         return plan.limit_total  # type: ignore[attr-defined]
+
+
+@admin.register(Customer)
+class CustomerAdmin(HistoryAdminMixin, admin.ModelAdmin):
+    list_display = ("external_id", "name", "plan", "timezone", "active", "created_at", "usage_link")
+    list_filter = ("active", "plan")
+    list_select_related = ("plan",)
+    search_fields = ("external_id", "name")
+    autocomplete_fields = ("plan",)
+    date_hierarchy = "created_at"
+    fields = ("external_id", "name", "plan", "timezone", "active")
+    inlines = (OverrideInline, AccessRuleInline, ApiKeyInline)
+
+    @admin.display(description="usage")
+    def usage_link(self, customer: Customer) -> str:
+        return format_html(
+            '<a href="{}">charts and limits</a>', reverse("admin:customers_customer_usage", args=[customer.pk])
+        )
+
+    def get_urls(self) -> list[URLPattern | URLResolver]:
+        # By name, not by import: the console imports the other apps and none imports it.
+        return [path("", include("apps.console.urls")), *super().get_urls()]

@@ -204,7 +204,7 @@ class AccessRuleAdmin(HistoryAdminMixin, admin.ModelAdmin):
 
 
 class OverrideInline(admin.TabularInline):
-    """A customer's overrides on its page (apps/console/admin.py)."""
+    """A customer's overrides on its page (apps/customers/admin.py)."""
 
     model = Override
     fields = ("limit", "resource", "quantity", "burst", "unlimited", "starts", "ends", "match", "reason")
