@@ -10,6 +10,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+pytest_plugins = ["tests.api_fixtures"]
+
 
 @pytest.fixture(autouse=True)
 def _test_settings(settings) -> None:  # type: ignore[no-untyped-def]

@@ -23,7 +23,8 @@ ALLOWED_TWO_WAY_PAIRS = [
 @pytest.fixture(scope="module")
 def house():
     spec = importlib.util.spec_from_file_location("house", ROOT / "tools" / "house.py")
-    assert spec and spec.loader
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["house"] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)

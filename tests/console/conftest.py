@@ -1,17 +1,8 @@
-"""The customers' admin tests share the decision API's fixtures (a RedisStore with this test's key prefix)."""
+"""Console tests: an analyst who may look at everything and change nothing."""
 
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
-
-from tests.enforcement.conftest import (  # noqa: F401 - fixtures, found by pytest by name
-    _forgive_bad_keys,
-    api,
-    clock,
-    customer_key,
-    engine,
-    service_key,
-)
 
 VIEW_ONLY = ("view_customer", "view_limit", "view_override", "view_accessrule", "view_operation")
 

@@ -8,10 +8,10 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from apps.common.metrics import decision_counted
+from apps.console import dashboard
 from apps.console.dashboard import dashboard_build
 from apps.limits.snapshot import config_version_bump
 from apps.ops.jobs import JOBS, periodic_tasks_setup
-from apps.console import dashboard
 from apps.usage.models import UsageHour, UsageMinute
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory, OperationFactory

@@ -16,7 +16,7 @@ from apps.enforcement.breaker import OPEN, CircuitBreaker
 from apps.enforcement.store import engine_store_use
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, StoreFailurePolicy
-from tests.enforcement.conftest import client_with
+from tests.api_fixtures import client_with
 from tests.limits.factories import LimitFactory, OperationFactory
 from tests.servers import RedisServer
 from tests.support.tcp_proxy import CountingProxy
@@ -81,7 +81,9 @@ def test_lease_calls_make_no_connection_attempt_once_the_breaker_is_open(proxied
     opened, opened_s = timed(lambda: acquire(api, "Browse"))
     renewed, renewed_s = timed(lambda: api.post(f"/api/v1/leases/{lease_id}/renew", {}, format="json"))
     released, released_s = timed(lambda: api.delete(f"/api/v1/leases/{lease_id}"))
-    checked, checked_s = timed(lambda: api.post("/api/v1/check", {"customer": "acct-1", "operation": "Read"}, format="json"))
+    checked, checked_s = timed(
+        lambda: api.post("/api/v1/check", {"customer": "acct-1", "operation": "Read"}, format="json")
+    )
 
     assert proxy.connections == attempts
     assert (closed.status_code, closed.json()["error"]["code"]) == (503, "store_unavailable")

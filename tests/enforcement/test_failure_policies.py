@@ -16,7 +16,7 @@ from apps.enforcement.models import FallbackCounter, FallbackRequest, InstanceHe
 from apps.enforcement.store import engine_store_use
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, StoreFailurePolicy
-from tests.enforcement.conftest import client_with
+from tests.api_fixtures import client_with
 from tests.limits.factories import LimitFactory, OperationFactory
 from tests.servers import free_port
 
@@ -112,7 +112,7 @@ def test_heartbeats_count_live_instances() -> None:
 
 
 def test_the_breaker_opens_so_later_checks_do_not_wait_on_redis(service_key, monkeypatch) -> None:
-    from tests.enforcement.conftest import client_with
+    from tests.api_fixtures import client_with
 
     # A port that accepts nothing: every attempt costs the connect timeout until the breaker opens.
     client = redis.Redis.from_url(

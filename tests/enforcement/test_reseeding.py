@@ -11,7 +11,7 @@ from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, Mode
 from apps.limits.snapshot import LimitConfig
 from apps.usage.services import usage_flush
-from tests.enforcement.conftest import client_with
+from tests.api_fixtures import client_with
 from tests.limits.factories import CalendarLimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,7 +12,7 @@ from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm
 from apps.usage.models import UsageMinute
 from apps.usage.services import usage_flush
-from tests.enforcement.conftest import client_with
+from tests.api_fixtures import client_with
 from tests.limits.factories import CalendarLimitFactory, LimitFactory, OperationFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from apps.enforcement.authz import _routes
-from tests.enforcement.conftest import client_with
+from tests.api_fixtures import client_with
 from tests.limits.factories import LimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db

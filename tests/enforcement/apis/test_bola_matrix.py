@@ -7,9 +7,9 @@ import pytest
 
 from apps.apikeys.services import api_key_create
 from apps.limits.models import Algorithm
+from tests.api_fixtures import client_with
 from tests.apikeys.factories import ServiceFactory
 from tests.customers.factories import CustomerFactory
-from tests.enforcement.conftest import client_with
 from tests.limits.factories import LimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ from prometheus_client import REGISTRY
 from apps.customers.models import Customer
 from apps.enforcement.services import unknown_customers
 from apps.limits.models import Algorithm, Mode, RuleAction
+from tests.api_fixtures import client_with
 from tests.customers.factories import CustomerFactory
-from tests.enforcement.conftest import client_with
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory, OverrideFactory
 from tests.support.redis_monitor import commands_sent_during
 

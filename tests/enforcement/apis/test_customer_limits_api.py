@@ -3,8 +3,8 @@
 import pytest
 
 from apps.limits.models import Algorithm
+from tests.api_fixtures import client_with
 from tests.customers.factories import CustomerFactory, PlanFactory
-from tests.enforcement.conftest import client_with
 from tests.limits.factories import LimitFactory, OperationFactory, OverrideFactory
 
 pytestmark = pytest.mark.django_db

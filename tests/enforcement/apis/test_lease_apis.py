@@ -3,8 +3,8 @@
 import pytest
 
 from apps.limits.models import Algorithm, RuleAction
+from tests.api_fixtures import client_with
 from tests.customers.factories import CustomerFactory
-from tests.enforcement.conftest import client_with
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,6 +1,6 @@
 import pytest
 
-from tests.enforcement.conftest import client_with
+from tests.api_fixtures import client_with
 
 
 @pytest.mark.django_db

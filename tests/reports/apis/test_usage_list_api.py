@@ -8,8 +8,8 @@ import pytest
 
 from apps.apikeys.services import api_key_create
 from apps.reports import apis
+from tests.api_fixtures import client_with
 from tests.apikeys.factories import ServiceFactory
-from tests.enforcement.conftest import client_with
 from tests.limits.factories import OperationFactory
 from tests.usage.factories import UsageDayFactory, UsageHourFactory, UsageMinuteFactory
 

@@ -1,4 +1,5 @@
-"""Fixtures for the decision API: a real Redis store with this test's own key prefix, keys, a client."""
+"""Fixtures for every test that talks to the service API or the engine store: a real Redis store with this
+test's own key prefix and a ManualClock, keys, a client. Loaded for the whole suite by tests/conftest.py."""
 
 import pytest
 from rest_framework.test import APIClient
