@@ -11,7 +11,8 @@ usage already recorded (PostgreSQL) and the call is made again with the seeds. T
 happens once per counter after a loss, never otherwise.
 
 Every number of a call travels in one argument, packed as little-endian doubles (exact: all stay below
-2**53): one struct.unpack in the script costs ~15 ns a number where parsing text cost ~200 ns.
+2**53): one struct.unpack in the script costs ~15 ns a number where parsing text cost ~200 ns. store/args.py
+builds the KEYS and ARGV of a call and documents their layout.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from importlib import resources
-from struct import pack
 from typing import Any
 
 import redis
@@ -29,14 +29,13 @@ from redis.exceptions import NoScriptError
 from apps.engine.clock import Clock, SystemClock
 from apps.engine.keys import ALGORITHM_CODES, KeyLayout
 from apps.engine.registry import ALGORITHMS
+from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, encode
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Outcome
 from apps.engine.store.plan import ItemPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.types import BatchMode, CheckItem, Decision, LimitResult, LimitSpec, SeedRequest
 
 Seeder = Callable[[Sequence[SeedRequest]], Sequence[int]]
-NEEDS_SEED = -2
-UNSEEDED = -1
 MAX_SEED_CALLS = 3
 
 
@@ -45,17 +44,13 @@ def _lua(*names: str) -> str:
     return "\n".join((folder / name).read_text(encoding="utf-8") for name in names)
 
 
-# Algorithms travel as numbers: the index of their code in CODES (check.lua's definitions).
-_CODE_NUMBERS = {name: number for number, name in enumerate(ALGORITHM_CODES, 1)}
-
-
 def _check_script() -> str:
     """lib.lua, CODES, define(code) running each algorithm's fragments on first use, then check.lua.
 
     One define() with a branch per algorithm, rather than a function per algorithm: every function
     in the script is a closure created again on every call (~0.1 µs each on this machine).
     """
-    codes = ", ".join(f"'{ALGORITHM_CODES[name]}'" for name in _CODE_NUMBERS)
+    codes = ", ".join(f"'{ALGORITHM_CODES[name]}'" for name in ALGORITHM_NUMBERS)
     branches = "\nelse".join(
         f"if code == '{algorithm.code}' then\n{_lua(*algorithm.fragments)}\n" for algorithm in ALGORITHMS.values()
     )
@@ -197,7 +192,7 @@ class RedisStore:
         now = self._now_arg()
         seeds: dict[int, tuple[int, int]] = {}
         for _ in range(MAX_SEED_CALLS):
-            keys, args, definitions = _encode(plans, atomic, now, self._index_base, self._epoch_key, seeds)
+            keys, args, definitions = encode(plans, atomic, now, self._index_base, self._epoch_key, seeds)
             rows = self._eval(client, keys, args)
             if not (rows and rows[0] and rows[0][0] == NEEDS_SEED):
                 break
@@ -225,100 +220,6 @@ class RedisStore:
             raise RuntimeError("check.lua asked for seeds, but this store has no seeder")
         used = self._seeder(requests)
         return {n: (start, max(0, int(u))) for n, start, u in zip(numbers, starts, used, strict=True)}
-
-
-def _encode(
-    plans: list[ItemPlan],
-    atomic: bool,
-    now: int | str,
-    index_base: str,
-    epoch_key: str | None = None,
-    seeds: dict[int, tuple[int, int]] | None = None,
-) -> tuple[list[str], list[Any], list[tuple[LimitSpec, CheckItem]]]:
-    """KEYS and ARGV of check.lua (see its header) for `plans`, and (spec, item) per definition number.
-
-    epoch_key: None = no seeder, nothing is seedable; seeds: {definition number: (window start, used)}.
-    """
-    keys: list[str] = []
-    described: list[tuple[LimitSpec, CheckItem]] = []
-    seeding = False
-    positions: dict[str, int] = {}
-    strings: list[str] = []
-    string_numbers: dict[str, int] = {}
-    definitions: list[int] = []
-    numbers_of: dict[tuple[str, int], int] = {}
-    items: list[int] = []
-    for plan in plans:
-        item = plan.item
-        idem = 0
-        if plan.idem_key is not None and not item.dry_run:
-            idem = positions.get(plan.idem_key, 0)
-            if not idem:
-                keys.append(plan.idem_key)
-                idem = positions[plan.idem_key] = len(keys)
-        usage = string_numbers.get(plan.usage_base)
-        if usage is None:
-            strings.append(plan.usage_base)
-            usage = string_numbers[plan.usage_base] = len(strings) + _FIRST_STRING
-        lease = ttl = descriptor = 0
-        if plan.lease is not None:
-            strings.append(plan.lease[0])
-            lease, ttl = len(strings) + _FIRST_STRING, plan.lease[1]
-        if idem:
-            strings.append(_descriptor(plan))
-            descriptor = len(strings) + _FIRST_STRING
-        items += (usage, lease, descriptor, idem, 1 if item.dry_run else 0, ttl, len(plan.costs))
-        for unit, cost in plan.costs:
-            number = string_numbers.get(unit)
-            if number is None:
-                strings.append(unit)
-                number = string_numbers[unit] = len(strings) + _FIRST_STRING
-            items += (number, cost)
-        items.append(len(plan.limits))
-        for limit in plan.limits:
-            spec = limit.spec
-            number = numbers_of.get((limit.keys[0], id(spec)))
-            if number is None:
-                first = positions.get(limit.keys[0])
-                if first is None:
-                    first = positions[limit.keys[0]] = len(keys) + 1
-                    keys.extend(limit.keys)
-                code, quantity, period, capacity, shadow = _constants(spec)
-                number = numbers_of[(limit.keys[0], id(spec))] = len(numbers_of) + 1
-                described.append((spec, item))
-                seed, seed_start = UNSEEDED, 0
-                if spec.seedable and epoch_key is not None:
-                    seeding = True
-                    seed_start, seed = (seeds or {}).get(number, (0, NEEDS_SEED))
-                definitions += (code, first, quantity, period, capacity, shadow, seed, seed_start)
-                definitions += (len(limit.bounds), *limit.bounds)
-            items += (number, limit.cost)
-    if seeding:
-        keys.append(epoch_key)  # type: ignore[arg-type]  # seeding implies an epoch key
-    numbers = [len(numbers_of), len(plans), *definitions, *items]
-    args = [now, "a" if atomic else "i", index_base, pack(f"<{len(numbers)}d", *numbers), *strings]
-    return keys, args, described
-
-
-_FIRST_STRING = 4  # ARGV index before the first string (check.lua's header)
-_CONSTANTS: dict[int, tuple[LimitSpec, tuple[int, int, int, int, int]]] = {}
-
-
-def _constants(spec: LimitSpec) -> tuple[int, int, int, int, int]:
-    """(algorithm number, quantity, period ms, capacity, shadow) of `spec`, cached by identity."""
-    cached = _CONSTANTS.get(id(spec))
-    if cached is not None and cached[0] is spec:
-        return cached[1]
-    if len(_CONSTANTS) >= 10_000:
-        _CONSTANTS.clear()
-    constants = (_CODE_NUMBERS[spec.algorithm], spec.quantity, spec.period_ms, spec.capacity, 1 if spec.shadow else 0)
-    _CONSTANTS[id(spec)] = (spec, constants)
-    return constants
-
-
-def _descriptor(plan: ItemPlan) -> str:
-    described = [[s.name, s.algorithm, s.unit, s.quantity, s.shadow] for s in (limit.spec for limit in plan.limits)]
-    return f"{plan.lease_id or ''}|{json.dumps(described, separators=(',', ':'))}"
 
 
 def _decision(plan: ItemPlan, row: list[Any]) -> Decision:

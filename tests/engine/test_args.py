@@ -1,0 +1,164 @@
+"""check.lua's KEYS and ARGV (apps/engine/store/args.py): a known check's exact bytes, and batches read
+back the way check.lua reads them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from struct import pack, unpack
+from typing import Any
+
+from apps.engine import CheckItem, KeyLayout, LimitSpec
+from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, UNSEEDED, encode
+from apps.engine.store.plan import ItemPlan, plan_item
+
+LAYOUT = KeyLayout("t")
+NOW = 1_705_320_000_000  # 2024-01-15T12:00:00Z
+EPOCH = "t:epoch"
+MINUTE = LimitSpec("per-minute", "fixed_window", 10, period_s=60, key_by=("customer",))
+LOG = LimitSpec("log", "sliding_log", 5, period_s=10, key_by=("customer",), shadow=True)
+DAILY = LimitSpec("daily", "calendar", 100, calendar_period="day", key_by=("customer",), seedable=True)
+BYTES = LimitSpec("bytes", "token_bucket", 1000, period_s=1, burst=4000, unit="bytes")
+SLOTS = LimitSpec("slots", "concurrency", 2, key_by=("customer",))
+
+
+@dataclass
+class Definition:
+    algorithm: int
+    keys: list[str]
+    constants: tuple[int, int, int, int]  # quantity, period ms, capacity, shadow
+    seed: tuple[int, int]  # seed, seed window start ms
+    bounds: list[int]
+
+
+@dataclass
+class Item:
+    usage: str
+    lease: tuple[str, int] | None
+    descriptor: str | None
+    idempotency_key: str | None
+    dry_run: bool
+    costs: list[tuple[str, int]]
+    limits: list[tuple[int, int]]  # definition number, cost
+
+
+def read(keys: list[str], argv: list[Any]) -> tuple[list[Definition], list[Item]]:
+    """The definitions and items of a call, read as check.lua reads them (see its header)."""
+    assert argv[1] in ("a", "i")
+    numbers = [int(n) for n in unpack(f"<{len(argv[3]) // 8}d", argv[3])]
+    definitions, p = [], 2
+    for _ in range(numbers[0]):
+        algorithm, key, quantity, period, capacity, shadow, seed, start, bounds = numbers[p : p + 9]
+        width = 2 if algorithm == ALGORITHM_NUMBERS["sliding_log"] else 1
+        bounds_ms = numbers[p + 9 : p + 9 + bounds]
+        definitions.append(
+            Definition(
+                algorithm,
+                keys[key - 1 : key - 1 + width],
+                (quantity, period, capacity, shadow),
+                (seed, start),
+                bounds_ms,
+            )
+        )
+        p += 9 + bounds
+    items = []
+    for _ in range(numbers[1]):
+        usage, lease, descriptor, idempotency, dry_run, ttl, units = numbers[p : p + 7]
+        costs = [(argv[numbers[p + 7 + 2 * u] - 1], numbers[p + 8 + 2 * u]) for u in range(units)]
+        p += 7 + 2 * units
+        limits = [(numbers[p + 1 + 2 * n], numbers[p + 2 + 2 * n]) for n in range(numbers[p])]
+        p += 1 + 2 * numbers[p]
+        items.append(
+            Item(
+                argv[usage - 1],
+                (argv[lease - 1], ttl) if lease else None,
+                argv[descriptor - 1] if descriptor else None,
+                keys[idempotency - 1] if idempotency else None,
+                dry_run == 1,
+                costs,
+                limits,
+            )
+        )
+    assert p == len(numbers)
+    return definitions, items
+
+
+def plan(item: CheckItem, *limits: LimitSpec, lease_ms: int | None = None) -> ItemPlan:
+    return plan_item(LAYOUT, item, limits, NOW, lease_ms)
+
+
+def test_a_one_limit_check_encodes_to_known_arguments() -> None:
+    item = CheckItem("acct-1", "Op")
+    keys, argv, described = encode([plan(item, MINUTE)], False, "", "t:ui:")
+
+    assert keys == ["t:c:{c=acct-1}:fw:per-minute:c=acct-1"]
+    definition = [ALGORITHM_NUMBERS["fixed_window"], 1, 10, 60_000, 10, 0, UNSEEDED, 0, 0]
+    # the item: usage base ARGV[5], no lease/descriptor/request id, not a dry run, no ttl;
+    # 1 unit: "requests" (ARGV[6]) x 1; 1 limit: definition 1 x 1
+    numbers = [1, 1, *definition, 5, 0, 0, 0, 0, 0, 1, 6, 1, 1, 1, 1]
+    assert argv == ["", "i", "t:ui:", pack("<23d", *numbers), "t:u:{c=acct-1}:Op:", "requests"]
+    assert described == [(MINUTE, item)]
+
+
+def test_a_batch_reads_back_as_its_plans_with_shared_counters_defined_once() -> None:
+    first = CheckItem("acct-1", "Op", costs={"bytes": 300}, request_id="r-1")
+    dry = CheckItem("acct-1", "Op", request_id="r-2", dry_run=True)
+    other = CheckItem("acct-2", "Other", costs={"bytes": 5, "records": 2})
+    plans = [plan(first, MINUTE, LOG, BYTES), plan(dry, MINUTE, DAILY), plan(other, LOG, BYTES)]
+    keys, argv, described = encode(plans, True, NOW, "t:ui:")
+    definitions, items = read(keys, argv)
+
+    assert argv[:3] == [NOW, "a", "t:ui:"]
+    assert len(keys) == len(set(keys))
+    assert [(spec, item.customer) for spec, item in described] == [
+        (MINUTE, "acct-1"),
+        (LOG, "acct-1"),
+        (BYTES, "acct-1"),
+        (DAILY, "acct-1"),
+        (LOG, "acct-2"),
+    ]
+    for definition, (spec, item) in zip(definitions, described, strict=True):
+        assert definition.algorithm == ALGORITHM_NUMBERS[spec.algorithm]
+        assert definition.keys == list(LAYOUT.counter_keys(spec, item))
+        assert definition.constants == (spec.quantity, spec.period_ms, spec.capacity, int(spec.shadow))
+        assert definition.seed == (UNSEEDED, 0)  # no epoch key: nothing is seedable
+    assert definitions[3].bounds == list(plans[1].limits[1].bounds)
+    assert NOW - 12 * 3_600_000 in definitions[3].bounds  # the calendar day's windows
+    assert [item.limits for item in items] == [[(1, 1), (2, 1), (3, 300)], [(1, 1), (4, 1)], [(5, 1), (3, 5)]]
+    assert [item.costs for item in items] == [
+        [("bytes", 300), ("requests", 1)],
+        [("requests", 1)],
+        [("bytes", 5), ("records", 2), ("requests", 1)],
+    ]
+    assert [item.usage for item in items] == [LAYOUT.usage_base(p.item) for p in plans]
+    assert [item.idempotency_key for item in items] == ["t:i:{c=acct-1}:r-1", None, None]
+    assert [item.dry_run for item in items] == [False, True, False]
+    descriptor = items[0].descriptor or ""
+    assert json.loads(descriptor.split("|", 1)[1])[2] == ["bytes", "token_bucket", "bytes", 1000, False]
+    assert [item.descriptor for item in items[1:]] == [None, None]
+
+
+def test_a_lease_sends_its_member_ttl_and_lease_id() -> None:
+    leased = plan(CheckItem("acct-1", "Op", request_id="r"), SLOTS, MINUTE, lease_ms=30_000)
+    keys, argv, _ = encode([leased], False, "", "t:ui:")
+    [item] = read(keys, argv)[1]
+
+    assert leased.lease is not None
+    assert item.lease == leased.lease
+    assert (item.descriptor or "").startswith(f"{leased.lease_id}|")
+    assert keys[0] == "t:i:{c=acct-1}:r"  # the idempotency key comes before the item's counters
+
+
+def test_seedable_counters_ask_for_seeds_until_given_and_send_the_epoch_key_last() -> None:
+    plans = [plan(CheckItem("acct-1", "Op"), MINUTE, DAILY)]
+
+    keys, argv, _ = encode(plans, False, "", "t:ui:")
+    assert EPOCH not in keys  # no seeder: nothing is seedable
+    assert read(keys, argv)[0][1].seed == (UNSEEDED, 0)
+    keys, argv, _ = encode(plans, False, "", "t:ui:", EPOCH)
+    assert keys[-1] == EPOCH
+    assert [d.seed for d in read(keys, argv)[0]] == [(UNSEEDED, 0), (NEEDS_SEED, 0)]
+    keys, argv, _ = encode(plans, False, "", "t:ui:", EPOCH, {2: (NOW - 3_600_000, 42)})
+    assert [d.seed for d in read(keys, argv)[0]] == [(UNSEEDED, 0), (42, NOW - 3_600_000)]
+    keys, _, _ = encode([plan(CheckItem("acct-1", "Op"), MINUTE)], False, "", "t:ui:", EPOCH)
+    assert EPOCH not in keys  # nothing seedable was sent
