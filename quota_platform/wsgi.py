@@ -6,10 +6,12 @@ security middleware saves a large share of each check's CPU; everything else get
 """
 
 import os
+from wsgiref.types import StartResponse, WSGIEnvironment
 
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.wsgi import get_wsgi_application
+from django.http import HttpResponseBase
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "quota_platform.settings")
 
@@ -33,7 +35,7 @@ full_application = get_wsgi_application()
 service_api_application = ServiceApiHandler()
 
 
-def application(environ, start_response):  # type: ignore[no-untyped-def]
+def application(environ: WSGIEnvironment, start_response: StartResponse) -> HttpResponseBase:
     if environ.get("PATH_INFO", "").startswith(SERVICE_API_PREFIX):
         return service_api_application(environ, start_response)
     return full_application(environ, start_response)

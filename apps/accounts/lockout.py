@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from axes.conf import settings as axes_settings  # django.conf.settings with django-axes' defaults filled in
 from axes.helpers import get_client_username, get_cool_off, get_failure_limit
-from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -32,4 +32,4 @@ def lockout_response(
         "cool_off_minutes": round(cool_off.total_seconds() / 60) if cool_off else None,
         "retry_at": timezone.now() + cool_off if cool_off else None,
     }
-    return render(request, LOCKOUT_TEMPLATE, context, status=settings.AXES_HTTP_RESPONSE_CODE)
+    return render(request, LOCKOUT_TEMPLATE, context, status=axes_settings.AXES_HTTP_RESPONSE_CODE)

@@ -54,7 +54,8 @@ def error_response_handler(exc: Exception, context: dict[str, Any]) -> Response 
     if isinstance(exc, exceptions.ValidationError):
         response.data = error_body("invalid", "The request is not valid; see fields.", _as_fields(exc.detail))
     elif isinstance(exc, exceptions.APIException):
-        drf_code = exc.get_codes() if isinstance(exc.get_codes(), str) else "error"
+        codes = exc.get_codes()
+        drf_code = codes if isinstance(codes, str) else "error"
         response.data = error_body(CODE_BY_DRF_CODE.get(drf_code, drf_code), str(exc.detail))
     return response
 

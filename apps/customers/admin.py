@@ -55,6 +55,7 @@ class CustomerAdmin(HistoryAdminMixin, admin.ModelAdmin):
             '<a href="{}">charts and limits</a>', reverse("admin:customers_customer_usage", args=[customer.pk])
         )
 
-    def get_urls(self) -> list[URLPattern | URLResolver]:
+    # The stubs say list[URLPattern]; the admin site include()s whatever patterns this returns.
+    def get_urls(self) -> list[URLPattern | URLResolver]:  # type: ignore[override]
         # By name, not by import: the console imports the other apps and none imports it.
         return [path("", include("apps.console.urls")), *super().get_urls()]

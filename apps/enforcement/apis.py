@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,7 +17,7 @@ from apps.common import metrics
 from apps.common.exceptions import InvalidInput, PayloadTooLarge
 from apps.common.negotiation import JsonOnlyNegotiation
 from apps.enforcement import serializers
-from apps.enforcement.authentication import ApiKeyAuthentication
+from apps.enforcement.authentication import ApiKeyAuthentication, request_principal
 from apps.enforcement.authz import authz_evaluate, forwarded_request
 from apps.enforcement.headers import ratelimit_headers, retry_after_header
 from apps.enforcement.leases import lease_acquire, lease_release, lease_renew
@@ -89,7 +90,7 @@ class ServiceApi(APIView):
 
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsAuthenticated]
-    content_negotiation_class = JsonOnlyNegotiation
+    content_negotiation_class: type[BaseContentNegotiation] = JsonOnlyNegotiation
 
 
 class CheckApi(ServiceApi):
@@ -105,7 +106,7 @@ class CheckApi(ServiceApi):
         except ParseError as error:
             raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
         snapshot = snapshot_current()
-        outcome = check_evaluate(principal=request.user, item=item, snapshot=snapshot)
+        outcome = check_evaluate(principal=request_principal(request), item=item, snapshot=snapshot)
         observe("check", started, [(item.operation, outcome)], snapshot)
         return Response(outcome_body(outcome), status=STATUS_BY_CODE[outcome.code], headers=outcome_headers(outcome))
 
@@ -125,7 +126,7 @@ class CheckBatchApi(ServiceApi):
         except ParseError as error:
             raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
         snapshot = snapshot_current()
-        outcomes = check_batch_evaluate(principal=request.user, items=items, mode=mode, snapshot=snapshot)
+        outcomes = check_batch_evaluate(principal=request_principal(request), items=items, mode=mode, snapshot=snapshot)
         decided = [(item.operation, outcome) for item, outcome in zip(items, outcomes, strict=True)]
         observe("batch", started, decided, snapshot)
         allowed = sum(outcome.allowed for outcome in outcomes)
@@ -154,7 +155,7 @@ class LeaseAcquireApi(ServiceApi):
             raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
         started = time.perf_counter()
         snapshot = snapshot_current()
-        result = lease_acquire(principal=request.user, item=item, ttl_s=ttl_s, snapshot=snapshot)
+        result = lease_acquire(principal=request_principal(request), item=item, ttl_s=ttl_s, snapshot=snapshot)
         observe("lease", started, [(item.operation, result.outcome)], snapshot)
         body = outcome_body(result.outcome)
         status = STATUS_BY_CODE[result.outcome.code]
@@ -178,14 +179,14 @@ class LeaseRenewApi(ServiceApi):
             ttl_s = parse_ttl(request.data)
         except ParseError as error:
             raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
-        expires_at = lease_renew(principal=request.user, lease_id=lease_id, ttl_s=ttl_s)
+        expires_at = lease_renew(principal=request_principal(request), lease_id=lease_id, ttl_s=ttl_s)
         return Response({"lease_id": lease_id, "expires_at": _iso(expires_at)})
 
 
 class LeaseReleaseApi(ServiceApi):
     @extend_schema(responses={**serializers.ERROR_RESPONSES, 204: None})
     def delete(self, request: Request, lease_id: str) -> Response:
-        lease_release(principal=request.user, lease_id=lease_id)
+        lease_release(principal=request_principal(request), lease_id=lease_id)
         return Response(status=204)
 
 
@@ -204,7 +205,7 @@ class CustomerLimitsApi(ServiceApi):
         if len(customer) > MAX_CUSTOMER_LENGTH:
             raise InvalidInput(INVALID_MESSAGE, fields={"customer": [f"At most {MAX_CUSTOMER_LENGTH} characters."]})
         body = customer_limits_effective(
-            principal=request.user, customer=customer, snapshot=snapshot_current(), **query.validated_data
+            principal=request_principal(request), customer=customer, snapshot=snapshot_current(), **query.validated_data
         )
         return Response(body)
 
@@ -222,7 +223,9 @@ class AuthzApi(ServiceApi):
         started = time.perf_counter()
         forwarded = forwarded_request(request.META, request.method or "GET", tail)
         snapshot = snapshot_current()
-        operation, outcome = authz_evaluate(principal=request.user, forwarded=forwarded, snapshot=snapshot)
+        operation, outcome = authz_evaluate(
+            principal=request_principal(request), forwarded=forwarded, snapshot=snapshot
+        )
         observe("authz", started, [(operation, outcome)], snapshot)
         return Response(outcome_body(outcome), status=STATUS_BY_CODE[outcome.code], headers=outcome_headers(outcome))
 

@@ -92,3 +92,12 @@ class ApiKeyAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="quota-platform"'
+
+
+def request_principal(request: Request) -> ApiPrincipal:
+    """The caller of an endpoint that authenticates with ApiKeyAuthentication alone and requires a login
+    (ServiceApi). DRF types request.user as a Django user; on those endpoints it is the key's ApiPrincipal."""
+    principal: object = request.user  # as object: its declared Django-user type could not narrow to ApiPrincipal
+    if not isinstance(principal, ApiPrincipal):
+        raise exceptions.NotAuthenticated()
+    return principal

@@ -143,7 +143,7 @@ def fallback_check(item: CheckItem, limits: Sequence[LimitConfig], *, now_ms: in
     return decision
 
 
-def _decide(item: CheckItem, by_policy: dict[str, list[LimitConfig]], now_ms: int) -> FallbackDecision:
+def _decide(item: CheckItem, by_policy: dict[StoreFailurePolicy, list[LimitConfig]], now_ms: int) -> FallbackDecision:
     opened = [_unknown(limit) for limit in by_policy[StoreFailurePolicy.OPEN]]
     local_specs = [local_spec(limit, heartbeat.live_instances()) for limit in by_policy[StoreFailurePolicy.LOCAL]]
     local = _local_store.check(_dry(item), local_specs) if local_specs else None

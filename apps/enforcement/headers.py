@@ -15,13 +15,22 @@ QUOTA_UNITS = {"requests": None, "bytes": "content-bytes", "concurrency": "concu
 
 
 class LimitLike(Protocol):
-    name: str
-    unit: str
-    limit: int
-    remaining: int
-    reset_ms: int
-    shadow: bool
-    over: bool
+    """What the headers read of a limit's result: properties, so read-only ones (a frozen LimitResult) qualify."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def remaining(self) -> int: ...
+    @property
+    def reset_ms(self) -> int: ...
+    @property
+    def shadow(self) -> bool: ...
+    @property
+    def over(self) -> bool: ...
 
 
 def most_restrictive(results: Sequence[LimitLike]) -> LimitLike | None:

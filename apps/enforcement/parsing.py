@@ -13,9 +13,9 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from typing import Any
+from typing import Any, TypedDict
 
-from apps.engine import CheckItem
+from apps.engine import BatchMode, CheckItem
 
 MAX_CUSTOMER_LENGTH = 200
 MAX_OPERATION_LENGTH = 100
@@ -43,6 +43,19 @@ class ParseError(Exception):
 class BatchTooLarge(Exception):
     def __init__(self, count: int) -> None:
         super().__init__(f"A batch holds at most {MAX_BATCH_ITEMS} items; this one has {count}.")
+
+
+class _CheckFields(TypedDict):
+    """CheckItem's arguments, gathered before it is built: it is built only when none of them has an error."""
+
+    customer: str
+    operation: str
+    resource: str
+    attributes: dict[str, str]
+    costs: dict[str, int]
+    ip: str
+    request_id: str | None
+    dry_run: bool
 
 
 def _text(data: dict[str, Any], name: str, max_length: int, errors: Errors, *, required: bool) -> str:
@@ -152,7 +165,7 @@ def _parse_check_into(data: Any, errors: Errors) -> CheckItem | None:
         errors["non_field_errors"] = [f"Unknown field(s): {', '.join(sorted(map(str, unknown)))[:300]}."]
     if None in data.values():
         _refuse_nulls(data, errors)
-    fields = {
+    fields: _CheckFields = {
         "customer": _text(data, "customer", MAX_CUSTOMER_LENGTH, errors, required=True),
         "operation": _text(data, "operation", MAX_OPERATION_LENGTH, errors, required=True),
         "resource": _text(data, "resource", MAX_RESOURCE_LENGTH, errors, required=False),
@@ -172,7 +185,7 @@ def _refuse_nulls(data: dict[str, Any], errors: Errors) -> None:
             errors[name] = ["May not be null; leave the field out to use its default."]
 
 
-def parse_batch(data: Any) -> tuple[list[CheckItem], str]:
+def parse_batch(data: Any) -> tuple[list[CheckItem], BatchMode]:
     """Validate a batch: {items: [...], mode}. Raises BatchTooLarge (413) or ParseError (400)."""
     if type(data) is not dict:
         raise ParseError({"non_field_errors": [f"A batch must be a JSON object, not {_kind(data)}."]})

@@ -7,7 +7,7 @@ open) the limits are still listed, with `remaining: null` and `degraded: true`.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 from apps.apikeys.selectors import ApiPrincipal
 from apps.enforcement.specs import limit_spec_of
@@ -17,6 +17,15 @@ from apps.engine.types import REQUESTS
 from apps.limits.models import Algorithm
 from apps.limits.resolution import limit_effective, matching_rule
 from apps.limits.snapshot import LimitConfig, Snapshot
+
+
+class _Asked(TypedDict):
+    """Whose counters a read-out reads: the CheckItem fields a caller chooses (the limit gives the rest)."""
+
+    customer: str
+    resource: str
+    ip: str
+    timezone: str
 
 
 def _limit_row(original: LimitConfig, effective: LimitConfig | None) -> dict[str, Any]:
@@ -61,7 +70,7 @@ def customer_limits_effective(
     timezone = config.timezone if config else "UTC"
     pairs = _applicable(snapshot, customer, config.plan if config else None, resource, now_ms)
     rows = [_limit_row(original, effective) for original, effective in pairs]
-    asked = {"customer": customer, "resource": resource, "ip": ip, "timezone": timezone}
+    asked: _Asked = {"customer": customer, "resource": resource, "ip": ip, "timezone": timezone}
     degraded = not _fill_remaining(rows, pairs, asked)
     rule = matching_rule(
         snapshot.rules, customer=customer, operation=None, ip=ip, api_key_prefix=principal.prefix, now_ms=now_ms
@@ -77,7 +86,7 @@ def customer_limits_effective(
     }
 
 
-def _fill_remaining(rows: list[dict[str, Any]], pairs: list[Any], asked: dict[str, str]) -> bool:
+def _fill_remaining(rows: list[dict[str, Any]], pairs: list[Any], asked: _Asked) -> bool:
     """Fill in remaining and reset_ms of the rows Redis counts for the customer, resource and ip `asked`;
     False when Redis could not be read (they stay null)."""
     counted = [
@@ -98,7 +107,7 @@ def _fill_remaining(rows: list[dict[str, Any]], pairs: list[Any], asked: dict[st
     return True
 
 
-def _dry_run(asked: dict[str, str], limit: LimitConfig) -> CheckItem:
+def _dry_run(asked: _Asked, limit: LimitConfig) -> CheckItem:
     # A zero cost in the limit's unit reads the counter; "requests" costs 1 by default, and a dry run counts nothing.
     costs = {limit.unit: 0} if limit.unit != REQUESTS else {}
     return CheckItem(**asked, operation=limit.operation, costs=costs, dry_run=True)

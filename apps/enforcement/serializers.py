@@ -49,7 +49,8 @@ class DecisionSerializer(serializers.Serializer):
 
 
 class BatchInputSerializer(serializers.Serializer):
-    items = CheckInputSerializer(many=True, max_length=parsing.MAX_BATCH_ITEMS)
+    # DRF passes max_length on to the ListSerializer that many=True makes; the stubs' __init__ omits it.
+    items = CheckInputSerializer(many=True, max_length=parsing.MAX_BATCH_ITEMS)  # type: ignore[call-arg]
     mode = serializers.ChoiceField(choices=parsing.BATCH_MODES, default="independent")
 
 
@@ -122,7 +123,8 @@ class CustomerLimitsSerializer(serializers.Serializer):
 class ErrorDetailSerializer(serializers.Serializer):
     code = serializers.CharField(help_text="Machine code, e.g. invalid, unauthenticated, forbidden_customer.")
     message = serializers.CharField(help_text="What went wrong, in words a person understands.")
-    fields = serializers.DictField(help_text="Per-field messages for invalid input; {} otherwise.")
+    # The serializer's metaclass takes declared fields off the class: Serializer.fields is not replaced.
+    fields = serializers.DictField(help_text="Per-field messages for invalid input; {} otherwise.")  # type: ignore[assignment]
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -19,7 +19,7 @@ from apps.customers.services import customers_record_seen
 from apps.enforcement.fallback import FallbackDecision, fallback_check
 from apps.enforcement.specs import limit_spec_of, window_seconds
 from apps.enforcement.store import engine_call
-from apps.engine import CheckItem, Decision, LimitResult, LimitSpec
+from apps.engine import BatchMode, CheckItem, Decision, LimitResult, LimitSpec
 from apps.limits.models import Algorithm, RuleAction
 from apps.limits.resolution import Resolution, resolve
 from apps.limits.snapshot import LimitConfig, Snapshot
@@ -101,7 +101,7 @@ def check_evaluate(*, principal: ApiPrincipal, item: CheckItem, snapshot: Snapsh
 
 
 def check_batch_evaluate(
-    *, principal: ApiPrincipal, items: Sequence[CheckItem], mode: str, snapshot: Snapshot
+    *, principal: ApiPrincipal, items: Sequence[CheckItem], mode: BatchMode, snapshot: Snapshot
 ) -> list[CheckOutcome]:
     """Every item is authorized before any counter moves; then one engine call decides the rest."""
     for item in items:
@@ -115,18 +115,18 @@ def check_batch_evaluate(
     return [ruled[index] if index in ruled else next(decided) for index in range(len(items))]
 
 
-def _decide_batch(pending: list[Resolved], mode: str) -> list[CheckOutcome]:
+def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome]:
     if not pending:
         return []
     pairs = [(check.item, specs_of(check.counted)) for check in pending]
-    decisions = engine_call(
-        lambda store: store.check_batch(pairs, mode),  # type: ignore[arg-type]
+    decisions: Sequence[Decision | FallbackDecision] = engine_call(
+        lambda store: store.check_batch(pairs, mode),
         fallback=lambda: _degraded_batch(pending, mode),
     )
     return [outcome_of_decision(d, check.counted) for d, check in zip(decisions, pending, strict=True)]
 
 
-def _degraded_batch(pending: list[Resolved], mode: str) -> list[FallbackDecision]:
+def _degraded_batch(pending: list[Resolved], mode: BatchMode) -> list[FallbackDecision]:
     """Each item by its limits' policies, in order. An atomic batch admits all or none, but in-process
     (`local`) slots taken by items before a refused one are not given back."""
     decisions = [fallback_check(check.item, check.counted) for check in pending]

@@ -30,6 +30,7 @@ from apps.engine.store.redis import RedisStore
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+F = TypeVar("F")
 
 EMBEDDED_FLUSH_INTERVAL_S = 20.0  # the flush takes minutes before the last one: rows land 1-2 minutes late
 _store: Store | None = None
@@ -82,7 +83,7 @@ def usage_flusher_start(store: Store, interval_s: float) -> PeriodicThread:
 redis_breaker = CircuitBreaker(failure_threshold=settings.QUOTA_BREAKER_FAILURES, open_s=settings.QUOTA_BREAKER_OPEN_S)
 
 
-def engine_call(call: Callable[[Store], T], *, fallback: Callable[[], T]) -> T:
+def engine_call(call: Callable[[Store], T], *, fallback: Callable[[], F]) -> T | F:
     """`call(store)`, or `fallback()` when Redis fails or the breaker says not to try (no attempt is made).
 
     The fallback is the caller's failure policy: each limit's `on_store_failure` for checks (fallback.py),

@@ -166,15 +166,14 @@ def _same(old: Any, new: Any) -> bool:
 
 def _shown(instance: models.Model, field: models.Field[Any, Any]) -> Any:
     raw = getattr(instance, field.attname)
-    if field.is_relation and raw is not None and field.is_cached(instance):
+    if isinstance(field, models.ForeignKey) and raw is not None and field.is_cached(instance):
         return str(field.get_cached_value(instance))
     return _shown_raw(field, raw)
 
 
 def _shown_raw(field: models.Field[Any, Any], raw: Any) -> Any:
     """A field's stored value as a person reads it: a related object by its name, not its id."""
-    if not field.is_relation or raw is None:
+    if not isinstance(field, models.ForeignKey) or raw is None:
         return raw
-    target = field.target_field  # type: ignore[attr-defined]
-    related = field.related_model._base_manager.filter(**{target.attname: raw}).first()  # type: ignore[union-attr]
+    related = field.related_model._base_manager.filter(**{field.target_field.attname: raw}).first()
     return str(related) if related is not None else f"#{raw} (deleted)"

@@ -110,7 +110,8 @@ class InForceFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Override]) -> QuerySet[Override]:
         if self.value() in ("yes", "no"):
-            return queryset.filter(is_in_force=self.value() == "yes")
+            # is_in_force is the annotation OverrideAdmin.get_queryset adds; the plugin checks model fields only.
+            return queryset.filter(is_in_force=self.value() == "yes")  # type: ignore[misc]
         return queryset
 
 

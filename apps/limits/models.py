@@ -232,7 +232,7 @@ class AccessRule(TimeStampedModel):
     @property
     def matcher_summary(self) -> str:
         parts = []
-        if self.customer_id:
+        if self.customer is not None:
             parts.append(f"customer {self.customer.external_id}")
         if self.ip:
             parts.append(f"ip {self.ip}")

@@ -36,7 +36,7 @@ def limit_in_force(snapshot: Snapshot, customer: Customer, limit: Limit, *, now:
     """
     config = next((found for found in snapshot.limits_by_operation.get(limit.operation.name, ())
                    if found.name == limit.name), None)  # fmt: skip
-    plan = customer.plan.name if customer.plan_id else None
+    plan = customer.plan.name if customer.plan is not None else None
     if config is None or config.plan not in (None, plan):
         raise QuickActionRefused(f"The limit {limit.name} does not apply to {customer.external_id}.")
     overrides = snapshot.overrides_by_customer.get(customer.external_id, ())

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.cache import add_never_cache_headers
@@ -93,7 +93,7 @@ class ExportJobAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, EXPORT_TEMPLATE, context)
 
-    def _export(self, request: HttpRequest, filters: UsageFilters, fmt: str) -> HttpResponse:
+    def _export(self, request: HttpRequest, filters: UsageFilters, fmt: str) -> HttpResponseBase:
         job = export_request(requested_by=request.user, filters=filters, fmt=fmt)
         if job is None:
             file = usage_report_temporary_file(rows=usage_report_rows(filters=filters), filters=filters, fmt=fmt)
@@ -165,7 +165,7 @@ class ExportJobAdmin(admin.ModelAdmin):
         add_never_cache_headers(response)
         return response
 
-    def download_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
+    def download_view(self, request: HttpRequest, job_id: int) -> HttpResponseBase:
         if not user_may_export(request.user):
             return refused(request, self, NOT_ALLOWED)
         try:

@@ -24,18 +24,21 @@ JSON above. Errors are always JSON in the one error shape.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.http import FileResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.common.exceptions import InvalidInput
 from apps.enforcement.apis import INVALID_MESSAGE, ServiceApi
+from apps.enforcement.authentication import request_principal
 from apps.enforcement.serializers import ERROR_RESPONSES
 from apps.reports.exports import FORMATS, usage_csv_lines, usage_row_dict
 from apps.reports.filters import UsageFilters
@@ -51,13 +54,14 @@ class JsonWhateverTheFormat(BaseContentNegotiation):
     """`format` is this endpoint's own parameter (DRF would read it as a renderer choice), and errors
     are always JSON: the one renderer is used whatever the query or Accept header say."""
 
-    def select_parser(self, request: Request, parsers: list[Any]) -> Any:
-        return parsers[0] if parsers else None
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser | None:
+        return next(iter(parsers), None)
 
     def select_renderer(
-        self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
     ) -> tuple[BaseRenderer, str]:
-        return renderers[0], renderers[0].media_type
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
 
 
 class UsageListApi(ServiceApi):
@@ -84,7 +88,7 @@ class UsageListApi(ServiceApi):
             customers=tuple(dict.fromkeys(params.get("customer", ()))),
             operations=tuple(dict.fromkeys(name for name in params.get("operation", ()) if name)),
         )
-        rows = usage_report_rows_for_key(principal=request.user, filters=filters)
+        rows = usage_report_rows_for_key(principal=request_principal(request), filters=filters)
         if params["format"] == "csv":
             return _csv_response(filters, rows)
         if params["format"] == "xlsx":

@@ -64,7 +64,7 @@ def toggles_document_parse(body: bytes) -> ToggleDocument:
 
 def validation_lines(label: str, error: ValidationError) -> list[str]:
     """One line per message of a model's ValidationError, in the document's "label: field: message" shape."""
-    lines = []
+    lines: list[str] = []
     for field, messages in error.message_dict.items():
         prefix = label if field == NON_FIELD_ERRORS else f"{label}: {field}"
         lines.extend(f"{prefix}: {message}" for message in messages)

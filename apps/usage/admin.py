@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.core.paginator import Paginator
 from django.db import connections
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
@@ -20,6 +20,9 @@ class CappedCountPaginator(Paginator):
     an unfiltered list, and COUNT_CAP for a filtered one, so the last pages may be approximate.
     """
 
+    # The admin pages the changelist's queryset (a Paginator also takes plain sequences).
+    object_list: QuerySet[Model]
+
     @cached_property
     def count(self) -> int:
         counted = self.object_list[: COUNT_CAP + 1].count()
@@ -28,12 +31,12 @@ class CappedCountPaginator(Paginator):
         return max(COUNT_CAP, self._table_estimate())
 
     def _table_estimate(self) -> int:
-        query = self.object_list.query
-        connection = connections[self.object_list.db]
-        if query.where or connection.vendor != "postgresql":
+        rows = self.object_list
+        connection = connections[rows.db]
+        if rows.query.where or connection.vendor != "postgresql":
             return 0
         with connection.cursor() as cursor:
-            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [query.model._meta.db_table])
+            cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [rows.model._meta.db_table])
             row = cursor.fetchone()
         return int(row[0]) if row else 0
 

@@ -17,6 +17,9 @@ class UsageBucket(models.Model):
     shadow_denied = models.PositiveBigIntegerField(default=0)
     costs = models.JSONField(default=dict, blank=True)
 
+    # Each table gets this manager anyway; declared on the base, code given any of the three can query it.
+    objects = models.Manager()
+
     class Meta:
         abstract = True
         ordering = ["-bucket", "customer", "operation"]

@@ -5,11 +5,16 @@ Reports (apps/reports) read rows for exports and the usage API on top of these t
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import F, QuerySet, Sum
 
 from apps.usage.models import UsageBucket, UsageDay, UsageHour, UsageMinute
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 USAGE_TABLES: dict[str, type[UsageBucket]] = {"minute": UsageMinute, "hour": UsageHour, "day": UsageDay}
 
@@ -86,7 +91,19 @@ class CustomerTotals:
         return self.denied / decided if decided else 0.0
 
 
-def _customer_totals(granularity: str, start: dt.datetime, end: dt.datetime) -> QuerySet[UsageBucket]:
+class _Totals(TypedDict):
+    total_allowed: int
+    total_denied: int
+    total_shadow: int
+
+
+class _TotalsRow(_Totals):
+    customer: str
+
+
+def _customer_totals(
+    granularity: str, start: dt.datetime, end: dt.datetime
+) -> QuerySet[WithAnnotations[UsageBucket, _Totals], _TotalsRow]:
     return (
         USAGE_TABLES[granularity]
         .objects.filter(bucket__gte=start, bucket__lt=end)
@@ -95,10 +112,9 @@ def _customer_totals(granularity: str, start: dt.datetime, end: dt.datetime) -> 
     )
 
 
-def _as_totals(rows: QuerySet[UsageBucket]) -> list[CustomerTotals]:
+def _as_totals(rows: Iterable[_TotalsRow]) -> list[CustomerTotals]:
     return [
-        CustomerTotals(row["customer"], row["total_allowed"], row["total_denied"], row["total_shadow"])  # type: ignore[index]
-        for row in rows
+        CustomerTotals(row["customer"], row["total_allowed"], row["total_denied"], row["total_shadow"]) for row in rows
     ]
 
 

@@ -77,7 +77,7 @@ def _upsert_entry(section: Section, entry: ParsedEntry, obj: Any, lookup: Lookup
 
 
 def _model_errors(section: Section, label: str, error: ValidationError) -> list[str]:
-    lines = []
+    lines: list[str] = []
     for field, messages in error.message_dict.items():
         prefix = label if field == NON_FIELD_ERRORS else f"{label}: {section.key_of_field.get(field, field)}"
         lines.extend(f"{prefix}: {message}" for message in messages)

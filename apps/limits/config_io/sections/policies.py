@@ -39,6 +39,11 @@ def canonical_period(algorithm: str, period: int | str) -> int | str:
     return NAME_OF_SECONDS.get(seconds, seconds)
 
 
+def _period_name(seconds: int | None) -> int | str | None:
+    """A limit's seconds as written in a document (60 -> minute); None stays None (the column allows it)."""
+    return None if seconds is None else NAME_OF_SECONDS.get(seconds, seconds)
+
+
 class LimitSection(Section):
     name = "limits"
     model = Limit
@@ -74,7 +79,7 @@ class LimitSection(Section):
             "operation": obj.operation.name,
             "algorithm": obj.algorithm,
             "limit": obj.quantity,
-            "period": obj.calendar_period if calendar else NAME_OF_SECONDS.get(obj.period_seconds, obj.period_seconds),
+            "period": obj.calendar_period if calendar else _period_name(obj.period_seconds),
             "burst": obj.burst,
             "unit": obj.unit,
             "key_by": list(obj.key_by),
