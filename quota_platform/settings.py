@@ -259,13 +259,14 @@ QUOTA_METRICS_TOKEN = env.str("QUOTA_METRICS_TOKEN", default="")
 QUOTA_RETENTION_MINUTE_DAYS = env.int("QUOTA_RETENTION_MINUTE_DAYS", default=14)
 QUOTA_RETENTION_HOUR_DAYS = env.int("QUOTA_RETENTION_HOUR_DAYS", default=400)
 QUOTA_RETENTION_DAY_DAYS = env.int("QUOTA_RETENTION_DAY_DAYS", default=0)
+# Days counter records are kept: a limit whose records must reach further back is not durable.
+QUOTA_COUNTER_RECORD_DAYS = env.int("QUOTA_COUNTER_RECORD_DAYS", default=35)
 # Seconds between background writes of bookkeeping kept in memory meanwhile (API keys' last use,
 # customers first seen in checks); 0 = only on demand.
 QUOTA_BOOKKEEPING_FLUSH_S = env.float("QUOTA_BOOKKEEPING_FLUSH_S", default=30.0)
 # How often each worker checks whether the configuration changed (seconds; 0 = never, tests only).
 QUOTA_SNAPSHOT_POLL_S = env.float("QUOTA_SNAPSHOT_POLL_S", default=0.5)
-# Where workers keep the last-known-good config snapshot.
-# (`or`: an empty QUOTA_SNAPSHOT_PATH= line in .env means the default, not the current directory.)
+# Where workers keep the last-known-good config snapshot (an empty QUOTA_SNAPSHOT_PATH= means the default).
 QUOTA_SNAPSHOT_PATH = Path(env.str("QUOTA_SNAPSHOT_PATH", default="") or VAR_DIR / "snapshot.json")
 # Feature toggles and hot overrides from an external source (the refresh_toggles beat job):
 # a file path or an https:// URL serving the JSON document; "" = no source, the job does nothing.

@@ -79,7 +79,8 @@ def local_spec(limit: LimitConfig, instances: int) -> LimitSpec:
     """This instance's share of the limit: at least 1, so a tiny limit still admits somewhere."""
     share = max(1, limit.quantity // instances)
     burst = max(1, limit.burst // instances) if limit.burst else None
-    return dataclasses.replace(limit_spec_of(limit), quantity=share, burst=burst)
+    # In-process and for the outage only: nothing to record for a rebuild.
+    return dataclasses.replace(limit_spec_of(limit), quantity=share, burst=burst, durable=False)
 
 
 def _ms(value: int) -> dt.datetime:

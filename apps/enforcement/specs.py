@@ -1,9 +1,13 @@
 """From a limit in the config snapshot to what the engine evaluates."""
 
+import dataclasses
 import functools
 
+from django.conf import settings
+
 from apps.engine import LimitSpec
-from apps.limits.models import Algorithm, Mode
+from apps.engine.durability import reach_ms
+from apps.limits.models import Mode
 from apps.limits.snapshot import LimitConfig
 
 CALENDAR_WINDOW_S = {"day": 86400, "week": 604800, "month": 2592000}
@@ -11,7 +15,7 @@ CALENDAR_WINDOW_S = {"day": 86400, "week": 604800, "month": 2592000}
 
 @functools.lru_cache(maxsize=8192)
 def limit_spec_of(config: LimitConfig) -> LimitSpec:
-    return LimitSpec(
+    spec = LimitSpec(
         name=config.name,
         algorithm=config.algorithm,
         quantity=config.quantity,
@@ -21,16 +25,16 @@ def limit_spec_of(config: LimitConfig) -> LimitSpec:
         unit=config.unit,
         key_by=config.key_by,
         shadow=config.mode == Mode.SHADOW,
-        seedable=seedable(config),
     )
+    return dataclasses.replace(spec, durable=durable(spec))
 
 
-def seedable(config: LimitConfig) -> bool:
-    """Can usage recorded per customer and operation rebuild this limit's counter? (seeding.py)"""
-    fixed = config.algorithm == Algorithm.FIXED_WINDOW and (config.period_s or 0) >= 60
-    windowed = config.algorithm == Algorithm.CALENDAR or fixed
-    keyed = config.key_by == ("customer",) or (config.key_by == () and config.plan is None)
-    return windowed and keyed and not config.match and config.mode == Mode.ENFORCE
+def durable(spec: LimitSpec) -> bool:
+    """Every limit whose counter can be rebuilt after a Redis loss is (apps/engine/durability.py): calendar
+    quotas, and windows, logs and buckets of a minute or longer, whatever their key and match, as long as
+    their records reach back no further than they are kept (QUOTA_COUNTER_RECORD_DAYS)."""
+    kept_ms = settings.QUOTA_COUNTER_RECORD_DAYS * 86_400_000
+    return spec.can_be_durable and reach_ms(spec) <= kept_ms
 
 
 def window_seconds(config: LimitConfig) -> int:

@@ -38,10 +38,10 @@ _lock = threading.Lock()
 
 
 def _build_store() -> Store:
+    from apps.enforcement.seeding import usage_seeds
+
     if settings.REDIS_URL:
         from django_redis import get_redis_connection
-
-        from apps.enforcement.seeding import usage_seeds
 
         return RedisStore(
             get_redis_connection("default"),
@@ -49,8 +49,9 @@ def _build_store() -> Store:
             seeder=usage_seeds,
             batch_client=get_redis_connection("engine-batch"),
         )
-    # Embedded default: counters live in this process (make run serves with one worker).
-    store = MemoryStore(key_prefix=settings.QUOTA_KEY_PREFIX)
+    # Embedded default: counters live in this process (make run serves with one worker); a restarted
+    # process rebuilds its durable counters from their records, as Redis does after a loss.
+    store = MemoryStore(key_prefix=settings.QUOTA_KEY_PREFIX, seeder=usage_seeds)
     usage_flusher_start(store, EMBEDDED_FLUSH_INTERVAL_S)
     return store
 

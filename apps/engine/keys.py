@@ -13,7 +13,9 @@ customer, resource or attribute value, and two different values never share a ke
                  Bucket keys name their period: a new period starts a fresh bucket.
     idempotency  <prefix>:i:{c=<customer>}:<request_id>          string, the first decision; TTL 10 min
     usage        <prefix>:u:{c=<customer>}:<operation>:<minute>  hash per UTC minute (minute = epoch_ms // 60000):
-                 allowed, denied, shadow_denied, cost:<unit> (summed over admitted checks); TTL 2 days
+                 allowed, denied, shadow_denied, cost:<unit> (summed over admitted checks), and
+                 <counter key>|<bucket start>: what admitted checks spent on a durable counter
+                 (durability.py); TTL 2 days
     usage index  <prefix>:ui:<minute>                            set of the usage keys written that minute; TTL 2 days
 
 A lease id is `<b64 counter key without prefix>.<b64 customer>.<random>`; the lease's member in the
@@ -151,6 +153,10 @@ class KeyLayout:
         if len(tails) == 1:
             return (head + tails[0] + components,)
         return tuple(head + tail + components for tail in tails)
+
+    def counter_id(self, key: str) -> str:
+        """A counter key without this store's prefix: how the counter's records name it (durability.py)."""
+        return key[len(self.prefix) + 1 :]
 
     def customer_counters_head(self, customer: str) -> str:
         """The start of every counter key tagged by `customer` (limits keyed by customer; operator tools)."""

@@ -23,6 +23,7 @@ CALENDAR_PERIODS = ("day", "week", "month")
 KEY_FIELDS = ("customer", "resource", "ip")
 ATTRIBUTE_PREFIX = "attr:"
 REQUESTS = "requests"
+MINUTE_MS = 60_000
 # Redis Lua numbers are doubles: every integer the scripts handle must stay below 2**53 to stay exact.
 MAX_SAFE_INT = 2**53 - 1
 BatchMode = Literal["independent", "atomic"]
@@ -55,9 +56,9 @@ class LimitSpec:
     unit: the cost dimension charged ("requests", "records", "bytes", ...).
     key_by: which of customer / resource / ip / attr:<name> make the counter key; () = global.
     shadow: counted and reported, never rejects (a shadow limit that would reject consumes nothing).
-    seedable: when its counter is missing after a Redis data loss, the store may ask its seeder for the
-        usage already recorded in the window (fixed_window of a minute or longer, and calendar only: the
-        caller vouches that recorded usage of the operation is what this counter counts).
+    durable: its counter survives the loss of the store's data (calendar quotas, and windows, logs and
+        buckets of a minute or longer): each check records what it spent, and a missing counter is
+        rebuilt from those records by the store's seeder (durability.py).
 
     A concurrency limit holds leases: lease_acquire takes one slot; in a plain check it only looks
     (admits while a slot is free) and takes nothing.
@@ -72,7 +73,7 @@ class LimitSpec:
     unit: str = REQUESTS
     key_by: tuple[str, ...] = ()
     shadow: bool = False
-    seedable: bool = False
+    durable: bool = False
 
     def __post_init__(self) -> None:
         _require(isinstance(self.name, str) and self.name != "", "a limit needs a name")
@@ -85,10 +86,9 @@ class LimitSpec:
             _require(known, f"limit {self.name!r}: cannot key by {entry!r}")
         _require(len(set(self.key_by)) == len(self.key_by), f"limit {self.name!r}: key_by repeats an entry")
         self._check_period()
-        windowed = self.algorithm == CALENDAR or (self.algorithm == FIXED_WINDOW and self.period_ms >= 60_000)
         _require(
-            not self.seedable or windowed,
-            f"limit {self.name!r}: only calendar and fixed windows of a minute or longer can be re-seeded",
+            not self.durable or self.can_be_durable,
+            f"limit {self.name!r}: only calendar quotas and windows, logs or buckets of a minute or longer are durable",
         )
         if self.algorithm in BUCKETS:
             self._check_bucket()
@@ -114,6 +114,11 @@ class LimitSpec:
             max(self.capacity, self.quantity) * self.period_ms <= MAX_SAFE_INT,
             f"limit {self.name!r}: burst x period (ms) exceeds 2**53; use a shorter period or a window algorithm",
         )
+
+    @property
+    def can_be_durable(self) -> bool:
+        """Calendar quotas, and every algorithm but concurrency with a period of a minute or longer."""
+        return self.algorithm == CALENDAR or (self.algorithm != CONCURRENCY and self.period_ms >= MINUTE_MS)
 
     @property
     def period_ms(self) -> int:
@@ -197,10 +202,12 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class SeedRequest:
-    """A counter missing after a Redis data loss: how much of `spec` did `item`'s key use in the window
-    [window_start_ms, now_ms)? Answered by the store's seeder from durable usage (see RedisStore)."""
+    """A durable counter found missing: what did `counter` (its key without the store prefix) record
+    from `since_ms` up to `now_ms`? Answered by the store's seeder with (bucket start ms, amount) pairs
+    (see durability.py); `spec` and `item` say which limit and check the counter belongs to."""
 
     spec: LimitSpec
     item: CheckItem
-    window_start_ms: int
+    counter: str
+    since_ms: int
     now_ms: int

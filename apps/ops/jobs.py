@@ -38,6 +38,7 @@ class PurgeReport:
     hours: int = 0
     days: int = 0
     claims: int = 0
+    counter_records: int = 0
     overrides: int = 0
     access_rules: int = 0
     fallback_counters: int = 0
@@ -49,7 +50,8 @@ class PurgeReport:
         return (
             f"purged {self.minutes} minute, {self.hours} hour and {self.days} day usage rows,"
             f" {self.overrides} expired overrides, {self.access_rules} expired access rules,"
-            f" {self.claims} old flush claims, {self.fallback_counters} fallback windows,"
+            f" {self.claims} old flush claims, {self.counter_records} counter records past their reach,"
+            f" {self.fallback_counters} fallback windows,"
             f" {self.fallback_requests} fallback request ids, {self.heartbeats} stale heartbeats;"
             " expired leases and orphan Redis counters expire by TTL in Redis"
         )

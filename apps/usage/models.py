@@ -80,3 +80,26 @@ class FlushedMinute(models.Model):
 
     def __str__(self) -> str:
         return f"minute {self.minute}: {self.rows} rows{'' if self.rolled_up else ' (not rolled up)'}"
+
+
+class CounterRecord(models.Model):
+    """What checks spent on one durable counter in one bucket (its window, or a UTC minute for logs and
+    buckets), flushed with the usage: a counter lost with Redis is rebuilt from these rows.
+
+    `counter` is the counter's key without the store prefix (apps/engine/keys.py). Rows are kept
+    QUOTA_COUNTER_RECORD_DAYS, the longest reach of a durable limit. The `database` failure policy adds what
+    it admits while Redis is away to the same rows, so the rebuild after the outage counts it.
+    """
+
+    counter = models.TextField()
+    start_ms = models.BigIntegerField(help_text="Start of the bucket, epoch ms.")
+    amount = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["counter", "start_ms"], name="counter_record_unique"),
+        ]
+        indexes = [models.Index(fields=["start_ms"], name="counter_record_start")]
+
+    def __str__(self) -> str:
+        return f"{self.counter} @ {self.start_ms}: {self.amount}"

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import F, QuerySet, Sum
 
-from apps.usage.models import UsageBucket, UsageDay, UsageHour, UsageMinute
+from apps.usage.models import CounterRecord, UsageBucket, UsageDay, UsageHour, UsageMinute
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
 USAGE_TABLES: dict[str, type[UsageBucket]] = {"minute": UsageMinute, "hour": UsageHour, "day": UsageDay}
+MINUTE_MS = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,3 +133,10 @@ def usage_busiest_customers(
     """The customers with the most checks in [start, end), busiest first."""
     rows = _customer_totals(granularity, start, end).annotate(total=F("total_allowed") + F("total_denied"))
     return _as_totals(rows.order_by("-total", "customer")[:count])
+
+
+def counter_history(*, counter: str, since_ms: int, now_ms: int) -> list[tuple[int, int]]:
+    """(bucket start ms, amount) of `counter`'s records whose bucket may reach into [since, now] (a minute's
+    bucket starts up to a minute before `since`; a window's starts at it)."""
+    rows = CounterRecord.objects.filter(counter=counter, start_ms__gt=since_ms - MINUTE_MS, start_ms__lte=now_ms)
+    return list(rows.order_by("start_ms").values_list("start_ms", "amount"))

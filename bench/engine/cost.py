@@ -1,6 +1,7 @@
 """Engine cost probe: Redis CPU (EVALSHA usec_per_call from INFO commandstats) and Python CPU per call.
 
     REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python bench/engine/cost.py [--calls 2000] [--algorithms a,b]
+        [--period-s 60] [--not-durable]
 
 For a fixed workload per algorithm: single checks of 3 limits, batches of 100 on the same keys and
 batches of 100 over 100 customers. Redis time is the delta of the EVALSHA counters around each case
@@ -56,6 +57,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000, help="single checks per round (batches: / 20)")
     parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    parser.add_argument("--period-s", type=int, default=1, help="the limits' period (60+: durable, recorded)")
+    parser.add_argument("--not-durable", action="store_true", help="limits of 60 s+ without their records")
     arguments = parser.parse_args()
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     prefix = f"bench-cost-{uuid.uuid4().hex[:8]}"
@@ -66,7 +69,7 @@ def main() -> int:
         redis_us, python_us = measure(client, lambda: raw(keys=[f"{prefix}:raw"]), arguments.calls)
         print(f"{'raw EVALSHA':>16} | single: redis {redis_us:6.1f} µs  python {python_us:6.1f} µs")
         for algorithm in arguments.algorithms.split(","):
-            limits = three_limits(algorithm)
+            limits = three_limits(algorithm, arguments.period_s, durable=not arguments.not_durable)
             check = CheckItem("acct-1", "PutRecords", resource="shard-1", ip="10.0.0.1")
             same = [(check, limits)] * 100
             spread = [

@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import redis
@@ -35,8 +36,10 @@ BIG = 10**9
 SLICES = 3
 
 
-def three_limits(algorithm: str) -> list[LimitSpec]:
-    """Three limits of one algorithm on three different keys; quantities high enough to admit."""
+def three_limits(algorithm: str, period_s: int = 1, durable: bool = True) -> list[LimitSpec]:
+    """Three limits of one algorithm on three different keys; quantities high enough to admit.
+    period_s: with 60 or more they are durable limits (their counters recorded for a rebuild) unless `durable`
+    is False."""
     scopes = [("customer",), ("customer", "resource"), ("ip",)]
     specs = []
     for number, key_by in enumerate(scopes):
@@ -46,10 +49,10 @@ def three_limits(algorithm: str) -> list[LimitSpec]:
         elif algorithm == "concurrency":
             specs.append(LimitSpec(name, algorithm, BIG, key_by=key_by))
         elif algorithm in ("token_bucket", "leaky_bucket"):
-            specs.append(LimitSpec(name, algorithm, 10**6, period_s=1, key_by=key_by))
+            specs.append(LimitSpec(name, algorithm, 10**6 * period_s, period_s=period_s, key_by=key_by))
         else:
-            specs.append(LimitSpec(name, algorithm, BIG, period_s=1, key_by=key_by))
-    return specs
+            specs.append(LimitSpec(name, algorithm, BIG, period_s=period_s, key_by=key_by))
+    return [replace(spec, durable=durable and spec.can_be_durable) for spec in specs]
 
 
 def rate(action: Callable[[], object], decisions_per_call: int, seconds: float) -> float:

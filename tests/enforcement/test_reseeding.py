@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from apps.enforcement.seeding import usage_seeds
-from apps.enforcement.specs import seedable
+from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_store_use
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, Mode
@@ -90,14 +90,23 @@ def config(**changes) -> LimitConfig:
     [
         ({}, True),
         ({"algorithm": Algorithm.FIXED_WINDOW, "calendar_period": None, "period_s": 3600}, True),
-        ({"key_by": ()}, True),
+        ({"algorithm": Algorithm.SLIDING_WINDOW, "calendar_period": None, "period_s": 3600}, True),
+        ({"algorithm": Algorithm.SLIDING_LOG, "calendar_period": None, "period_s": 60}, True),
+        ({"algorithm": Algorithm.TOKEN_BUCKET, "calendar_period": None, "period_s": 60}, True),
+        ({"key_by": ("customer", "resource"), "match": (("ScalingType", "Uniform"),), "plan": "free"}, True),
+        ({"mode": Mode.SHADOW}, True),
         ({"algorithm": Algorithm.FIXED_WINDOW, "calendar_period": None, "period_s": 30}, False),
-        ({"algorithm": Algorithm.SLIDING_WINDOW, "calendar_period": None, "period_s": 3600}, False),
-        ({"key_by": ("customer", "resource")}, False),
-        ({"key_by": (), "plan": "free"}, False),
-        ({"match": (("ScalingType", "Uniform"),)}, False),
-        ({"mode": Mode.SHADOW}, False),
+        ({"algorithm": Algorithm.LEAKY_BUCKET, "calendar_period": None, "period_s": 1}, False),
+        ({"algorithm": Algorithm.CONCURRENCY, "calendar_period": None, "period_s": 3600}, False),
     ],
 )
-def test_only_limits_that_usage_rows_count_exactly_are_seedable(changes, expected) -> None:
-    assert seedable(config(**changes)) is expected
+def test_every_window_log_or_bucket_of_a_minute_or_longer_is_durable_whatever_its_key(changes, expected) -> None:
+    assert limit_spec_of(config(**changes)).durable is expected
+
+
+def test_a_limit_whose_records_would_reach_past_their_retention_is_not_durable(settings) -> None:
+    settings.QUOTA_COUNTER_RECORD_DAYS = 35
+    monthly = limit_spec_of(config(calendar_period="month"))
+    longer = limit_spec_of(config(algorithm=Algorithm.FIXED_WINDOW, calendar_period=None, period_s=40 * 86_400))
+
+    assert (monthly.durable, longer.durable) == (True, False)

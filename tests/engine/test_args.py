@@ -9,7 +9,7 @@ from struct import pack, unpack
 from typing import Any
 
 from apps.engine import CheckItem, KeyLayout, LimitSpec
-from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, UNSEEDED, encode
+from apps.engine.store.args import ALGORITHM_NUMBERS, NOT_DURABLE, REBUILT, RECORDED, encode
 from apps.engine.store.plan import ItemPlan, plan_item
 
 LAYOUT = KeyLayout("t")
@@ -17,7 +17,7 @@ NOW = 1_705_320_000_000  # 2024-01-15T12:00:00Z
 EPOCH = "t:epoch"
 MINUTE = LimitSpec("per-minute", "fixed_window", 10, period_s=60, key_by=("customer",))
 LOG = LimitSpec("log", "sliding_log", 5, period_s=10, key_by=("customer",), shadow=True)
-DAILY = LimitSpec("daily", "calendar", 100, calendar_period="day", key_by=("customer",), seedable=True)
+DAILY = LimitSpec("daily", "calendar", 100, calendar_period="day", key_by=("customer",), durable=True)
 BYTES = LimitSpec("bytes", "token_bucket", 1000, period_s=1, burst=4000, unit="bytes")
 SLOTS = LimitSpec("slots", "concurrency", 2, key_by=("customer",))
 
@@ -27,7 +27,7 @@ class Definition:
     algorithm: int
     keys: list[str]
     constants: tuple[int, int, int, int]  # quantity, period ms, capacity, shadow
-    seed: tuple[int, int]  # seed, seed window start ms
+    durability: tuple[int, str | None]  # durability, seed (the rebuilt state) or None
     bounds: list[int]
 
 
@@ -48,7 +48,7 @@ def read(keys: list[str], argv: list[Any]) -> tuple[list[Definition], list[Item]
     numbers = [int(n) for n in unpack(f"<{len(argv[3]) // 8}d", argv[3])]
     definitions, p = [], 2
     for _ in range(numbers[0]):
-        algorithm, key, quantity, period, capacity, shadow, seed, start, bounds = numbers[p : p + 9]
+        algorithm, key, quantity, period, capacity, shadow, durability, seed, bounds = numbers[p : p + 9]
         width = 2 if algorithm == ALGORITHM_NUMBERS["sliding_log"] else 1
         bounds_ms = numbers[p + 9 : p + 9 + bounds]
         definitions.append(
@@ -56,7 +56,7 @@ def read(keys: list[str], argv: list[Any]) -> tuple[list[Definition], list[Item]
                 algorithm,
                 keys[key - 1 : key - 1 + width],
                 (quantity, period, capacity, shadow),
-                (seed, start),
+                (durability, argv[seed - 1] if seed else None),
                 bounds_ms,
             )
         )
@@ -92,12 +92,12 @@ def test_a_one_limit_check_encodes_to_known_arguments() -> None:
     keys, argv, described = encode([plan(item, MINUTE)], False, "", "t:ui:")
 
     assert keys == ["t:c:{c=acct-1}:fw:per-minute:c=acct-1"]
-    definition = [ALGORITHM_NUMBERS["fixed_window"], 1, 10, 60_000, 10, 0, UNSEEDED, 0, 0]
+    definition = [ALGORITHM_NUMBERS["fixed_window"], 1, 10, 60_000, 10, 0, NOT_DURABLE, 0, 0]
     # the item: usage base ARGV[5], no lease/descriptor/request id, not a dry run, no ttl;
     # 1 unit: "requests" (ARGV[6]) x 1; 1 limit: definition 1 x 1
     numbers = [1, 1, *definition, 5, 0, 0, 0, 0, 0, 1, 6, 1, 1, 1, 1]
     assert argv == ["", "i", "t:ui:", pack("<23d", *numbers), "t:u:{c=acct-1}:Op:", "requests"]
-    assert described == [(MINUTE, item)]
+    assert [(limit.spec, checked) for limit, checked in described] == [(MINUTE, item)]
 
 
 def test_a_batch_reads_back_as_its_plans_with_shared_counters_defined_once() -> None:
@@ -110,18 +110,20 @@ def test_a_batch_reads_back_as_its_plans_with_shared_counters_defined_once() -> 
 
     assert argv[:3] == [NOW, "a", "t:ui:"]
     assert len(keys) == len(set(keys))
-    assert [(spec, item.customer) for spec, item in described] == [
+    assert [(limit.spec, item.customer) for limit, item in described] == [
         (MINUTE, "acct-1"),
         (LOG, "acct-1"),
         (BYTES, "acct-1"),
         (DAILY, "acct-1"),
         (LOG, "acct-2"),
     ]
-    for definition, (spec, item) in zip(definitions, described, strict=True):
+    for definition, (limit, item) in zip(definitions, described, strict=True):
+        spec = limit.spec
         assert definition.algorithm == ALGORITHM_NUMBERS[spec.algorithm]
         assert definition.keys == list(LAYOUT.counter_keys(spec, item))
         assert definition.constants == (spec.quantity, spec.period_ms, spec.capacity, int(spec.shadow))
-        assert definition.seed == (UNSEEDED, 0)  # no epoch key: nothing is seedable
+        # no epoch key (no seeder): a durable counter is recorded, never rebuilt
+        assert definition.durability == ((RECORDED if spec.durable else NOT_DURABLE), None)
     assert definitions[3].bounds == list(plans[1].limits[1].bounds)
     assert NOW - 12 * 3_600_000 in definitions[3].bounds  # the calendar day's windows
     assert [item.limits for item in items] == [[(1, 1), (2, 1), (3, 300)], [(1, 1), (4, 1)], [(5, 1), (3, 5)]]
@@ -149,16 +151,16 @@ def test_a_lease_sends_its_member_ttl_and_lease_id() -> None:
     assert keys[0] == "t:i:{c=acct-1}:r"  # the idempotency key comes before the item's counters
 
 
-def test_seedable_counters_ask_for_seeds_until_given_and_send_the_epoch_key_last() -> None:
+def test_durable_counters_are_recorded_asked_for_once_given_a_seeder_and_send_the_epoch_key_last() -> None:
     plans = [plan(CheckItem("acct-1", "Op"), MINUTE, DAILY)]
 
     keys, argv, _ = encode(plans, False, "", "t:ui:")
-    assert EPOCH not in keys  # no seeder: nothing is seedable
-    assert read(keys, argv)[0][1].seed == (UNSEEDED, 0)
+    assert EPOCH not in keys  # no seeder: recorded, never rebuilt
+    assert read(keys, argv)[0][1].durability == (RECORDED, None)
     keys, argv, _ = encode(plans, False, "", "t:ui:", EPOCH)
     assert keys[-1] == EPOCH
-    assert [d.seed for d in read(keys, argv)[0]] == [(UNSEEDED, 0), (NEEDS_SEED, 0)]
-    keys, argv, _ = encode(plans, False, "", "t:ui:", EPOCH, {2: (NOW - 3_600_000, 42)})
-    assert [d.seed for d in read(keys, argv)[0]] == [(UNSEEDED, 0), (42, NOW - 3_600_000)]
+    assert [d.durability for d in read(keys, argv)[0]] == [(NOT_DURABLE, None), (REBUILT, None)]
+    keys, argv, _ = encode(plans, False, "", "t:ui:", EPOCH, {2: "3600000|1705276800000:42"})
+    assert [d.durability for d in read(keys, argv)[0]] == [(NOT_DURABLE, None), (REBUILT, "3600000|1705276800000:42")]
     keys, _, _ = encode([plan(CheckItem("acct-1", "Op"), MINUTE)], False, "", "t:ui:", EPOCH)
-    assert EPOCH not in keys  # nothing seedable was sent
+    assert EPOCH not in keys  # nothing durable was sent

@@ -41,18 +41,22 @@ SETTINGS = settings(
 
 
 def limit_strategy(algorithm: str) -> st.SearchStrategy[LimitSpec]:
-    """Small limits, so random traffic hits every edge (full, empty, rolled over, never)."""
+    """Small limits, so random traffic hits every edge (full, empty, rolled over, never). Limits of a minute
+    or longer are durable, so both stores record what they spend alike (90 s windows straddle minutes)."""
     common: dict[str, Any] = {"name": st.just("lim"), "algorithm": st.just(algorithm), "key_by": st.just(("customer",))}
+    period = st.integers(1, 5) | st.sampled_from([60, 90])
     if algorithm == "calendar":
-        return st.builds(
+        spec = st.builds(
             LimitSpec, quantity=st.integers(0, 8), calendar_period=st.sampled_from(["day", "week", "month"]), **common
         )
-    if algorithm == "concurrency":
-        return st.builds(LimitSpec, quantity=st.integers(0, 4), **common)
-    if algorithm in ("token_bucket", "leaky_bucket"):
+    elif algorithm == "concurrency":
+        spec = st.builds(LimitSpec, quantity=st.integers(0, 4), **common)
+    elif algorithm in ("token_bucket", "leaky_bucket"):
         burst = st.none() | st.integers(1, 8)
-        return st.builds(LimitSpec, quantity=st.integers(1, 5), period_s=st.integers(1, 3), burst=burst, **common)
-    return st.builds(LimitSpec, quantity=st.integers(0, 8), period_s=st.integers(1, 5), **common)
+        spec = st.builds(LimitSpec, quantity=st.integers(1, 5), period_s=period, burst=burst, **common)
+    else:
+        spec = st.builds(LimitSpec, quantity=st.integers(0, 8), period_s=period, **common)
+    return spec.map(lambda drawn: replace(drawn, durable=drawn.can_be_durable))
 
 
 def step_strategy(spec: LimitSpec) -> st.SearchStrategy[int]:

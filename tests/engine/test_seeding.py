@@ -1,136 +1,191 @@
-"""Re-seeding after a Redis data loss: a missing window counter is asked of the seeder once, never otherwise."""
+"""Durable counters (durability.py): what checks spend is recorded with their usage, and a counter lost with
+its store is rebuilt from those records the first time it is needed, for every algorithm and every key."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import pytest
 import redis
 
-from apps.engine import CheckItem, InvalidCheck, LimitSpec, ManualClock
+from apps.engine import CheckItem, InvalidCheck, LimitSpec, ManualClock, MemoryStore
+from apps.engine.durability import History
 from apps.engine.store.redis import RedisStore
 from apps.engine.types import SeedRequest
 from tests.engine.conftest import START_MS
 from tests.engine.test_round_trips import seen_by_redis, sent
 
 HOUR_MS = 3_600_000
-DAILY = LimitSpec("daily", "calendar", 10, calendar_period="day", key_by=("customer",), seedable=True)
-HOURLY = LimitSpec("hourly", "fixed_window", 100, period_s=3600, key_by=("customer",), seedable=True)
-CHECK = CheckItem("acct-1", "ModifyShardCount")
+QUANTITY = 10
+SPENT = 6
+DAILY = LimitSpec("daily", "calendar", QUANTITY, calendar_period="day", key_by=("customer",), durable=True)
+CHECK = CheckItem("acct-1", "ModifyShardCount", resource="stream-1", ip="203.0.113.7", attributes={"Kind": "x"})
+DURABLE = {
+    "fixed_window": dict(period_s=3600),
+    "calendar": dict(calendar_period="day"),
+    "sliding_window": dict(period_s=3600),
+    "sliding_log": dict(period_s=3600),
+    "token_bucket": dict(period_s=3600),
+    "leaky_bucket": dict(period_s=3600),
+}
+SCOPES = [("customer",), ("customer", "resource"), ("customer", "attr:Kind"), ("ip",), ()]
 
 
-class RecordedUsage:
-    """The seeder: answers `used` per customer and records what it was asked."""
+class Records:
+    """What the platform's flush and seeder do together: keeps the records of collected usage, answers seeds."""
 
-    def __init__(self, used: dict[str, int] | None = None) -> None:
-        self.used = used or {}
+    def __init__(self) -> None:
+        self.amounts: dict[tuple[str, int], int] = defaultdict(int)
         self.asked: list[SeedRequest] = []
 
-    def __call__(self, requests: Sequence[SeedRequest]) -> list[int]:
+    def collect(self, store: RedisStore | MemoryStore) -> None:
+        for minute in store.usage_minutes():
+            for row in store.usage_rows(minute):
+                for (counter, start), amount in row.records.items():
+                    self.amounts[(counter, start)] += amount
+            store.usage_discard(minute)
+
+    def __call__(self, requests: Sequence[SeedRequest]) -> list[History]:
         self.asked += requests
-        return [self.used.get(request.item.customer, 0) for request in requests]
+        return [
+            [(start, amount) for (counter, start), amount in self.amounts.items() if counter == request.counter]
+            for request in requests
+        ]
 
 
 @pytest.fixture
-def seeder() -> RecordedUsage:
-    return RecordedUsage({"acct-1": 6, "acct-2": 2})
+def records() -> Records:
+    return Records()
 
 
 @pytest.fixture
 def midday() -> ManualClock:
-    return ManualClock(START_MS + 12 * HOUR_MS)
+    return ManualClock(START_MS + 12 * HOUR_MS + 30 * 60_000)
 
 
-@pytest.fixture
-def store(redis_client: redis.Redis, key_prefix: str, midday: ManualClock, seeder: RecordedUsage) -> RedisStore:
-    return RedisStore(redis_client, key_prefix, clock=midday, seeder=seeder)
+@pytest.fixture(params=["redis", "memory"])
+def stores(request, redis_client, key_prefix, midday, records) -> Callable[[], RedisStore | MemoryStore]:
+    """A store with the records as its seeder; called again, the same store after losing its data."""
+    if request.param == "memory":
+        return lambda: MemoryStore(key_prefix, clock=midday, seeder=records)
+
+    def redis_store() -> RedisStore:
+        keys = list(redis_client.scan_iter(match=f"{key_prefix}:c:*", count=1000))
+        keys += list(redis_client.scan_iter(match=f"{key_prefix}:epoch", count=10))
+        if keys:
+            redis_client.delete(*keys)  # a restart without persistence: counters and the epoch are gone
+        return RedisStore(redis_client, key_prefix, clock=midday, seeder=records)
+
+    return redis_store
 
 
-@pytest.fixture
-def lose_redis(redis_client: redis.Redis, key_prefix: str) -> Callable[[], None]:
-    """Deletes every key of this test, as a Redis restart without persistence (or FLUSHALL) would."""
-
-    def lose() -> None:
-        keys = list(redis_client.scan_iter(match=f"{key_prefix}*", count=1000))
-        assert keys, "nothing to lose"
-        redis_client.delete(*keys)
-
-    return lose
+def admitted_until_refused(store: RedisStore | MemoryStore, spec: LimitSpec, item: CheckItem = CHECK) -> int:
+    count = 0
+    while store.check(item, [spec]).allowed:
+        count += 1
+        assert count <= QUANTITY, "admitted more than the limit"
+    return count
 
 
-def remaining(store: RedisStore, item: CheckItem = CHECK, limits: Sequence[LimitSpec] = (DAILY,)) -> int:
-    return store.check(item, limits).limits[0].remaining
+@pytest.mark.parametrize("scope", SCOPES, ids=lambda scope: "+".join(scope) or "global")
+@pytest.mark.parametrize("algorithm", list(DURABLE))
+def test_a_lost_counter_admits_exactly_what_its_records_leave(stores, records, midday, algorithm, scope) -> None:
+    spec = LimitSpec("lim", algorithm, QUANTITY, key_by=scope, durable=True, **DURABLE[algorithm])  # type: ignore[arg-type]
+    store = stores()
+    for _ in range(SPENT):
+        assert store.check(CHECK, [spec]).allowed
+        midday.advance(1000)
+    records.collect(store)
+    records.asked.clear()  # a new store asks once for every durable counter it meets (its epoch is new)
+
+    after_loss = stores()
+
+    assert admitted_until_refused(after_loss, spec) == QUANTITY - SPENT
+    assert len(records.asked) == 1
 
 
-def test_a_counter_lost_with_its_window_open_resumes_from_the_recorded_usage(store, seeder, lose_redis) -> None:
-    assert remaining(store) == 10 - 6 - 1
-    assert [(r.spec.name, r.item.customer, r.window_start_ms) for r in seeder.asked] == [("daily", "acct-1", START_MS)]
-    assert remaining(store) == 2  # the counter exists now: not asked again
-    assert len(seeder.asked) == 1
+def test_a_rebuilt_counter_is_written_back_and_not_asked_for_again(stores, records) -> None:
+    store = stores()
+    store.check(CHECK, [DAILY])
+    records.collect(store)
+    records.asked.clear()
+    store = stores()
 
-    seeder.used["acct-1"] = 8  # 6 + the 2 admitted, flushed before the loss
-    lose_redis()
-    assert remaining(store) == 10 - 8 - 1
-    assert len(seeder.asked) == 2
+    assert store.check(CHECK, [DAILY]).limits[0].remaining == QUANTITY - 2
+    assert store.check(CHECK, [DAILY]).limits[0].remaining == QUANTITY - 3
+    assert [(r.spec.name, r.counter, r.since_ms) for r in records.asked] == [
+        ("daily", "c:{c=acct-1}:cal:daily:c=acct-1", START_MS)
+    ]
 
 
-def test_a_window_that_opens_after_the_epoch_is_never_seeded(store, seeder, midday) -> None:
-    remaining(store)
+def test_a_window_that_opens_after_the_epoch_is_never_rebuilt(stores, records, midday) -> None:
+    store = stores()
+    store.check(CHECK, [DAILY])
+    records.asked.clear()
     midday.advance(24 * HOUR_MS)
-    assert remaining(store) == 9
-    assert len(seeder.asked) == 1
+
+    assert store.check(CHECK, [DAILY]).limits[0].remaining == QUANTITY - 1
+    assert records.asked == []
 
 
-def test_a_seed_that_fills_the_window_denies_and_is_kept(store, seeder) -> None:
-    seeder.used["acct-1"] = 10
-    decision = store.check(CHECK, [DAILY])
-    assert not decision.allowed
-    assert decision.retry_after_ms == 12 * HOUR_MS
-    assert not store.check(CHECK, [DAILY]).allowed
-    assert len(seeder.asked) == 1
+def test_records_past_the_look_back_do_not_count(stores, records, midday) -> None:
+    hourly = LimitSpec("hourly", "sliding_log", QUANTITY, period_s=3600, durable=True)
+    store = stores()
+    for _ in range(SPENT):
+        store.check(CHECK, [hourly])
+    records.collect(store)
+    midday.advance(HOUR_MS + 60_000)  # every record's minute is out of the hour now
+
+    assert admitted_until_refused(stores(), hourly) == QUANTITY
 
 
-def test_fixed_windows_are_seeded_for_their_own_window(store, seeder, midday) -> None:
-    midday.advance(HOUR_MS // 2)
-    assert remaining(store, limits=[HOURLY]) == 100 - 6 - 1
-    assert seeder.asked[0].window_start_ms == START_MS + 12 * HOUR_MS
-    assert seeder.asked[0].now_ms == midday.now_ms()
+def test_each_missing_counter_of_a_batch_is_rebuilt_from_its_own_records(stores, records) -> None:
+    store = stores()
+    store.check_batch([(CheckItem(customer, "Op"), [DAILY]) for customer in ("acct-1", "acct-1", "acct-2")])
+    records.collect(store)
+    records.asked.clear()
+    store = stores()
+
+    decisions = store.check_batch([(CheckItem(customer, "Op"), [DAILY]) for customer in ("acct-1", "acct-2")])
+
+    assert [d.limits[0].remaining for d in decisions] == [QUANTITY - 3, QUANTITY - 2]
+    assert sorted(r.item.customer for r in records.asked) == ["acct-1", "acct-2"]
 
 
-def test_each_missing_counter_of_a_batch_gets_its_own_seed(store, seeder) -> None:
-    pairs = [(CheckItem(customer, "ModifyShardCount"), [DAILY]) for customer in ("acct-1", "acct-2", "acct-1")]
-    decisions = store.check_batch(pairs)
-    assert [d.limits[0].remaining for d in decisions] == [3, 7, 2]
-    assert sorted(r.item.customer for r in seeder.asked) == ["acct-1", "acct-2"]
+def test_limits_that_are_not_durable_record_nothing_and_are_never_asked(stores, records) -> None:
+    plain = replace(DAILY, durable=False)
+    store = stores()
+    store.check(CHECK, [plain])
+    records.collect(store)
 
-
-def test_limits_not_marked_seedable_are_never_asked(store, seeder) -> None:
-    plain = LimitSpec("plain", "calendar", 10, calendar_period="day", key_by=("customer",))
-    assert remaining(store, limits=[plain]) == 9
-    assert seeder.asked == []
+    assert records.amounts == {}
+    assert stores().check(CHECK, [plain]).limits[0].remaining == QUANTITY - 1
+    assert records.asked == []
 
 
 def test_without_a_seeder_a_lost_counter_starts_empty(redis_client, key_prefix, midday) -> None:
     store = RedisStore(redis_client, key_prefix, clock=midday)
-    assert remaining(store) == 9
+    assert store.check(CHECK, [DAILY]).limits[0].remaining == QUANTITY - 1
 
 
 @pytest.mark.parametrize(
     "spec",
     [
-        dict(algorithm="sliding_window", period_s=3600),
-        dict(algorithm="token_bucket", period_s=3600),
         dict(algorithm="fixed_window", period_s=59),
+        dict(algorithm="token_bucket", period_s=30),
+        dict(algorithm="concurrency"),
     ],
 )
-def test_only_windows_of_a_minute_or_longer_can_be_seedable(spec) -> None:
-    with pytest.raises(InvalidCheck, match="re-seeded"):
-        LimitSpec("x", quantity=10, seedable=True, **spec)
+def test_only_calendars_and_windows_logs_and_buckets_of_a_minute_or_longer_are_durable(spec) -> None:
+    with pytest.raises(InvalidCheck, match="durable"):
+        LimitSpec("x", quantity=10, durable=True, **spec)
 
 
-def test_seeding_costs_one_more_round_trip_once_and_none_after(redis_url, key_prefix, midday, seeder) -> None:
+def test_rebuilding_costs_one_more_round_trip_once_and_none_after(redis_url, key_prefix, midday, records) -> None:
     client = redis.Redis.from_url(redis_url, single_connection_client=True)
-    store = RedisStore(client, key_prefix, clock=midday, seeder=seeder)
+    store = RedisStore(client, key_prefix, clock=midday, seeder=records)
     store.load_scripts()
     try:
         assert sent(seen_by_redis(redis_url, client, lambda: store.check(CHECK, [DAILY]))) == ["EVALSHA", "EVALSHA"]

@@ -10,15 +10,19 @@
 --           unit names, lease members, descriptors (stored with the decision)
 -- numbers: <definition count> <item count>
 --   then one definition per counter: <algorithm (index in CODES)> <key index> <quantity> <period ms>
---     <capacity> <shadow 0|1> <seed> <seed window start ms> <bound count> <calendar window bound ms>*
---     seed: -1 none; -2 seedable: a missing counter whose window began before the epoch key (the last
---     KEYS entry) was set may have lost usage, so ask; >= 0 the used count of the window starting at
---     <seed window start ms>, taken when the counter is still missing
+--     <capacity> <shadow 0|1> <durability> <seed> <bound count> <calendar window bound ms>*
+--     durability: 0 not durable; 1 what admitted checks spend is recorded (below); 2 recorded, and a
+--     missing counter whose look-back began before the epoch key (the last KEYS entry) was set may have
+--     lost what was spent, so ask. seed: 0 none, else the ARGV index of "<ttl ms>|<state>", the counter
+--     rebuilt from its records, written while the counter is still missing (apps/engine/store/seeds.py)
 --   then per item: <usage base> <lease member (0 = none)> <descriptor (0 = none)> <idempotency key index
 --     (0 = none)> <dry run 0|1> <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count>
 --     (<definition number> <cost>)*
--- Returns {{-2, now, <definition number>, <window start ms>, ...}} (and writes nothing but the epoch) when
--- seedable counters are missing: the caller asks its seeder and calls again with the seeds. Otherwise
+-- Records: what the call's admitted checks spent on each durable counter is added to the usage hash of
+-- the counter's first spender, under "<counter key>|<bucket start ms>" (apps/engine/durability.py). The
+-- flush stores them with the usage, and a lost counter is rebuilt from them.
+-- Returns {{-2, now, <definition number>, <look-back start ms>, ...}} (and writes nothing but the epoch)
+-- when durable counters are missing: the caller rebuilds them and calls again with their seeds. Otherwise
 -- one array per item: {allowed 0|1, retry_after (-1 = never), replayed 0|1,
 --   lease expiry ms (0 = none), (over 0|1, remaining, reset ms)*}, or {-1, stored decision} where the
 --   stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10 minutes).
@@ -29,6 +33,7 @@ local EPOCH_TTL_MS = 604800000     -- when it lapses, a new epoch only costs win
 local now = read_now(ARGV[1])
 local atomic = ARGV[2] == 'a'
 local index_base = ARGV[3]
+local key_head = #index_base - 2  -- a counter key without "<prefix>:" starts here (index_base: "<prefix>:ui:")
 
 -- N: every number of the call. struct.unpack returns them on the Lua stack (at most ~8000 fit), so a
 -- long batch is unpacked 4000 at a time and copied.
@@ -50,12 +55,12 @@ do
   end
 end
 
-local defs, strings, seedable = {}, {}, {}
+local defs, strings, durable = {}, {}, {}
 local p = 3
 for d = 1, N[1] do
   local code, key, bounds = CODES[N[p]], N[p + 1], N[p + 8]
   local lim = {code = code, key = KEYS[key], q = N[p + 2], per = N[p + 3], cap = N[p + 4], shadow = N[p + 5] == 1,
-    seed = N[p + 6], seed_start = N[p + 7]}
+    durability = N[p + 6], seed = N[p + 7]}
   if code == 'sl' then
     lim.key2 = KEYS[key + 1]
     strings[#strings + 1] = lim.key2
@@ -67,7 +72,7 @@ for d = 1, N[1] do
     while i < last - 1 and N[i + 1] <= now do i = i + 1 end
     lim.ws, lim.we = N[i], N[i + 1]
   end
-  if lim.seed ~= -1 then seedable[#seedable + 1] = d end
+  if lim.durability > 0 then durable[#durable + 1] = d end
   defs[d] = lim
   p = p + 9 + bounds
 end
@@ -84,33 +89,103 @@ for i = 1, N[2] do
   if it.idem > 0 and not it.dry then strings[#strings + 1] = KEYS[it.idem] end
   p = it.l + 1 + 2 * N[it.l]
 end
-local epoch_key = #seedable > 0 and KEYS[#KEYS]
+local rebuilt = #durable > 0 and defs[durable[1]].durability == 2
+local epoch_key = rebuilt and KEYS[#KEYS]
 if epoch_key then strings[#strings + 1] = epoch_key end
 prefetch(strings)
 
--- After a Redis data loss the epoch key is gone too: it is set again now, and a missing counter of a
--- window that began before it may have forgotten usage that PostgreSQL still has.
+-- How long a full bucket takes to drain: a bucket's records look back twice that (durability.rebuild).
+local function drain(lim)
+  return ceil_div(lim.cap * lim.per, lim.q)
+end
+
+-- Rebuilding lost durable counters: only a store with a seeder sends the epoch key (the functions of this
+-- block are made only then: every function is a closure made again on each call).
 if epoch_key then
+  -- Write a rebuilt counter ("<ttl ms>|<state>") unless it exists: another call may have rebuilt it first.
+  local function seed_write(lim, text)
+    local ttl_ms, state = match(text, '^(%d+)|(.*)$')
+    if state == '' or fetch(lim.key2 or lim.key) then return end
+    local expiry = ttl(tonumber(ttl_ms))
+    if lim.code ~= 'sl' then
+      call('SET', lim.key, state, 'PX', expiry)
+      FETCHED[lim.key] = state
+      return
+    end
+    -- A log: "<time ms>:<cost>,..." oldest first, written as the set and its running sum.
+    local sum, seq, oldest, newest = 0, 0, nil, nil
+    for at, cost in string.gmatch(state, '(%d+):(%d+)') do
+      seq = seq + 1
+      call('ZADD', lim.key, at, itos(seq) .. ':' .. cost)
+      sum, oldest, newest = sum + tonumber(cost), oldest or tonumber(at), tonumber(at)
+    end
+    local summary = format('%d:%d:%d:%d', sum, seq, oldest, newest)
+    call('SET', lim.key2, summary, 'PX', expiry)
+    call('PEXPIRE', lim.key, expiry)
+    FETCHED[lim.key2] = summary
+  end
+
+  -- The earliest time whose spending still shapes the counter now (durability.lookback_start).
+  local function lookback(lim)
+    local code = lim.code
+    if code == 'cal' then return lim.ws end
+    if code == 'fw' then return now - now % lim.per end
+    if code == 'swc' then return now - now % lim.per - lim.per end
+    if code == 'sl' then return now - lim.per end
+    return now - 2 * drain(lim)
+  end
+
+  for _, d in ipairs(durable) do
+    local lim = defs[d]
+    if lim.seed > 0 then seed_write(lim, ARGV[lim.seed]) end
+  end
+
+  -- After a Redis data loss the epoch key is gone too: it is set again now, and a missing durable
+  -- counter whose look-back began before it may have forgotten what its records hold. (Resetting the
+  -- epoch after an outage decided elsewhere makes every counter of an open window be rebuilt once.)
   local epoch = tonumber(fetch(epoch_key))
   if not epoch then
     epoch = now
     call('SET', epoch_key, itos(now), 'PX', EPOCH_TTL_MS)
   end
   local missing = {-2, now}
-  for _, d in ipairs(seedable) do
+  for _, d in ipairs(durable) do
     local lim = defs[d]
-    local start = lim.ws or (now - now % lim.per)
-    if lim.seed == -2 and start < epoch and not fetch(lim.key) then
-      missing[#missing + 1] = d
-      missing[#missing + 1] = start
+    if lim.seed == 0 then
+      local since = lookback(lim)
+      if since < epoch and not fetch(lim.key2 or lim.key) then
+        missing[#missing + 1] = d
+        missing[#missing + 1] = since
+      end
     end
   end
   if #missing > 2 then return {missing} end
 end
 
+-- The record field of durable counter `lim` for a check spending now: its key and bucket start
+-- (durability.record_bucket). The key is a string the script has already; the bucket's text is made once.
+local bucket_texts = {}
+local function record_field(lim)
+  local code, start = lim.code, now - now % 60000
+  if code == 'cal' then
+    start = lim.ws
+  elseif code == 'fw' or code == 'swc' then
+    start = now - now % lim.per
+  end
+  local text = bucket_texts[start]
+  if not text then
+    text = '|' .. itos(start)
+    bucket_texts[start] = text
+  end
+  return lim.key .. text
+end
+
 -- Every function below is a closure created again on each call: helpers used once are inlined.
 local cache = {}
 local needs, need_keys = {}, {}
+-- Durable counters spent on, in order, and per definition number what the call spent and on whose usage
+-- it is recorded (kept apart from the definitions: growing those tables would rehash them).
+local spent_on, spent, spent_base = {}, {}, {}
 
 -- Atomic batches: per key, the most the batch needs at once (earlier consuming items + this one).
 local function note_need(it, j, lim, cost)
@@ -180,6 +255,17 @@ local function decide(it)
       if cost > 0 and (row[3 * j + 2] == 0 or leased) then
         alg.apply(st, lim, now, cost, leased and it or nil)
         st.lim = lim  -- the state is saved with the parameters of its last change, as in decide.py
+        if lim.durability > 0 then
+          -- What the call spends on the counter, recorded once with the usage of its first spender.
+          local d = N[l + 2 * j - 1]
+          local before = spent[d]
+          if before then
+            spent[d] = before + cost
+          else
+            spent[d], spent_base[d] = cost, it.usage
+            spent_on[#spent_on + 1] = d
+          end
+        end
       end
       row[3 * j + 3], row[3 * j + 4] = alg.report(st, lim, now)
     end
@@ -278,6 +364,14 @@ for i, it in ipairs(items) do
       local stored = itos(now) .. '|' .. table.concat(fields, ',') .. '|' .. it.desc
       call('SET', KEYS[it.idem], stored, 'PX', ttl(IDEMPOTENCY_TTL))
     end
+  end
+end
+
+-- Records: what the call spent on each durable counter, with the usage of the counter's first spender.
+if not rolled_back then
+  for _, d in ipairs(spent_on) do
+    local counters, field = usage[spent_base[d]], record_field(defs[d])
+    counters[field] = (counters[field] or 0) + spent[d]
   end
 end
 

@@ -48,8 +48,16 @@ local function fetch(key)
   return value
 end
 
--- "<window start ms>:<used>", shared by fixed_window.lua and calendar.lua. A missing counter takes the
--- limit's seed for this window (check.lua) and is saved even if nothing is admitted, so it is asked once.
+-- Exact integer ceiling of a / b for a, b >= 0 below 2^53 (the division itself may round).
+local function ceil_div(a, b)
+  local q = floor(a / b)
+  while q * b < a do q = q + 1 end
+  while q > 0 and (q - 1) * b >= a do q = q - 1 end
+  return q
+end
+
+-- "<window start ms>:<used>", shared by fixed_window.lua and calendar.lua (a lost counter is written back
+-- by check.lua's seeds before it is loaded).
 local function window_load(lim, start)
   local st = {start = start, used = 0}
   local raw = fetch(lim.key)
@@ -59,8 +67,6 @@ local function window_load(lim, start)
     if stored >= start then
       st.start, st.used = stored, tonumber(used)
     end
-  elseif lim.seed >= 0 and lim.seed_start == start then
-    st.used, st.dirty = lim.seed, true
   end
   return st
 end

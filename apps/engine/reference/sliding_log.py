@@ -11,13 +11,13 @@ from apps.engine.reference.base import Params
 
 Entry = tuple[int, int]
 State = tuple[tuple[Entry, ...], int]
-_EMPTY: State = ((), 0)
+EMPTY: State = ((), 0)
 
 
 def live(state: State | None, period: int, now: int) -> State:
     """The entries still inside the sliding window at `now`."""
     if state is None:
-        return _EMPTY
+        return EMPTY
     entries, total = state
     cutoff = now - period
     dropped = 0

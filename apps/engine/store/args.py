@@ -6,7 +6,7 @@ the two together. A single check is a batch of one item.
 KEYS: every key of the call, each once, in order of first use; the numbers name a key by its index
 (from 1). An item's idempotency key (when it has a request id and is not a dry run) comes before the
 counter keys of its new definitions; a definition's keys are consecutive (sliding_log has two). The
-epoch key comes last, and only when a seedable definition is sent.
+epoch key comes last, and only when a durable definition is sent by a store with a seeder.
 
 ARGV:
     [1] now ms ('' = Redis TIME)    [2] 'a' atomic | 'i' independent    [3] usage index base ("<prefix>:ui:")
@@ -19,10 +19,11 @@ The numbers:
     <definition count> <item count>
     then one definition per counter (a counter key with its LimitSpec), numbered from 1 in order of first use:
         <algorithm number> <key index> <quantity> <period ms> <capacity> <shadow 0|1>
-        <seed> <seed window start ms> <bound count> <calendar window bound ms>*
-        algorithm number: the index of its code in the script's CODES (ALGORITHM_NUMBERS); seed: -1 none
-        (UNSEEDED); -2 seedable, ask when the counter is missing (NEEDS_SEED); >= 0 the used count of the
-        window starting at <seed window start ms>, from the seeder
+        <durability> <seed> <bound count> <calendar window bound ms>*
+        algorithm number: the index of its code in the script's CODES (ALGORITHM_NUMBERS); durability:
+        0 not durable (NOT_DURABLE), 1 spending is recorded (RECORDED), 2 recorded and, when the counter
+        is missing and its look-back began before the epoch, asked for (REBUILT); seed: 0 none, else the
+        ARGV index of the rebuilt state to write while the counter is still missing (seeds.py)
     then per item:
         <usage base> <lease member (0 = none)> <descriptor (0 = none)> <idempotency key index (0 = none)>
         <dry run 0|1> <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
@@ -44,15 +45,14 @@ from apps.engine.types import CheckItem, LimitSpec
 
 # Algorithms travel as numbers: the index of their code in CODES, which redis.py builds in this order.
 ALGORITHM_NUMBERS = {name: number for number, name in enumerate(ALGORITHM_CODES, 1)}
-NEEDS_SEED = -2
-UNSEEDED = -1
-NO_SEED = (UNSEEDED, 0)  # (seed, seed window start ms) of a definition that is not seedable
+NEEDS_SEED = -2  # the first number of the script's answer when it asks for seeds
+NOT_DURABLE, RECORDED, REBUILT = 0, 1, 2
 ATOMIC = "a"
 INDEPENDENT = "i"
 STRING_OFFSET = 4  # the strings start after ARGV[4]: a string's ARGV index is its position (from 1) + 4
 LimitConstants = tuple[int, int, int, int, int]
 _CONSTANTS: dict[int, tuple[LimitSpec, LimitConstants]] = {}
-_NO_SEEDS: Mapping[int, tuple[int, int]] = {}
+_NO_SEEDS: Mapping[int, str] = {}
 # A Struct's pack per count of numbers: struct.pack(f"<{count}d", ...) formats and looks the format up on
 # every call (~0.2 µs of a 3-limit check). Bounded as struct's own cache is, since a batch's count varies.
 _PACKERS: dict[int, Callable[..., bytes]] = {}
@@ -66,12 +66,12 @@ def encode(
     now: int | str,
     index_base: str,
     epoch_key: str | None = None,
-    seeds: Mapping[int, tuple[int, int]] | None = None,
-) -> tuple[list[str], list[Any], list[tuple[LimitSpec, CheckItem]]]:
-    """KEYS and ARGV of check.lua for `plans`, and (spec, item) per definition number (from 1).
+    seeds: Mapping[int, str] | None = None,
+) -> tuple[list[str], list[Any], list[tuple[LimitPlan, CheckItem]]]:
+    """KEYS and ARGV of check.lua for `plans`, and (limit, item) per definition number (from 1).
 
-    now: ms, or '' for Redis TIME; index_base: ARGV[3]; epoch_key: None = no seeder, nothing is
-    seedable; seeds: {definition number: (window start ms, used)} from the seeder.
+    now: ms, or '' for Redis TIME; index_base: ARGV[3]; epoch_key: None = no seeder, a durable counter is
+    recorded but never rebuilt; seeds: {definition number: rebuilt state} (seeds.py).
     """
     args = CheckArgs(epoch_key, seeds)
     args.add_items(plans)
@@ -96,7 +96,7 @@ class CheckArgs:
         "described",
     )
 
-    def __init__(self, epoch_key: str | None, seeds: Mapping[int, tuple[int, int]] | None) -> None:
+    def __init__(self, epoch_key: str | None, seeds: Mapping[int, str] | None) -> None:
         self._epoch_key = epoch_key
         self._seeds = seeds or _NO_SEEDS
         self._seeding = False
@@ -108,7 +108,7 @@ class CheckArgs:
         self._definition_numbers: dict[tuple[str, int], int] = {}  # (first key, id(spec)) -> number
         self._items: list[int] = []
         self._item_count = 0
-        self.described: list[tuple[LimitSpec, CheckItem]] = []  # (spec, item) of definition n at n - 1
+        self.described: list[tuple[LimitPlan, CheckItem]] = []  # (limit, item) of definition n at n - 1
 
     def add_items(self, plans: Sequence[ItemPlan]) -> None:
         """Append the numbers of each item in turn, defining each counter when first named."""
@@ -125,7 +125,7 @@ class CheckArgs:
         self._item_count += len(plans)
 
     def keys(self) -> list[str]:
-        """KEYS: the keys in order of first use, then the epoch key when a definition is seedable."""
+        """KEYS: the keys in order of first use, then the epoch key when a counter may be rebuilt."""
         if self._seeding and self._epoch_key is not None:
             return [*self._keys, self._epoch_key]
         return self._keys
@@ -156,22 +156,22 @@ class CheckArgs:
         spec, definitions = limit.spec, self._definitions
         first_key = self._key_index(limit.keys)
         number = self._definition_numbers[(limit.keys[0], id(spec))] = len(self.described) + 1
-        self.described.append((spec, item))
+        self.described.append((limit, item))
         algorithm, quantity, period_ms, capacity, shadow = limit_constants(spec)
-        seed, seed_start = self._seed(number) if spec.seedable else NO_SEED
+        durability, seed = self._durability(number) if spec.durable else (NOT_DURABLE, 0)
         bounds = limit.bounds
-        definitions += (algorithm, first_key, quantity, period_ms, capacity, shadow, seed, seed_start, len(bounds))
+        definitions += (algorithm, first_key, quantity, period_ms, capacity, shadow, durability, seed, len(bounds))
         if bounds:  # calendar limits only
             definitions += bounds
         return number
 
-    def _seed(self, number: int) -> tuple[int, int]:
-        """(seed, seed window start ms) of seedable definition `number`: see the module docstring."""
+    def _durability(self, number: int) -> tuple[int, int]:
+        """(durability, seed) of durable definition `number`: see the module docstring."""
         if self._epoch_key is None:
-            return NO_SEED
+            return RECORDED, 0
         self._seeding = True
-        seed_start, used = self._seeds.get(number, (0, NEEDS_SEED))
-        return used, seed_start
+        seed = self._seeds.get(number)
+        return REBUILT, 0 if seed is None else self._string(seed)
 
     def _key_index(self, keys: tuple[str, ...]) -> int:
         """The KEYS index of keys[0], appending `keys` (consecutive) when keys[0] is new."""

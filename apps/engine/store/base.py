@@ -6,13 +6,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from apps.engine.durability import is_record_field, parse_record_field
 from apps.engine.keys import KeyLayout
 from apps.engine.types import BatchMode, CheckItem, Decision, LimitSpec
+
+# What checks spent on durable counters: (counter key without the store prefix, bucket start ms) -> amount.
+Records = dict[tuple[str, int], int]
 
 
 @dataclass(frozen=True, slots=True)
 class UsageRow:
-    """Usage of one customer x operation during one UTC minute (minute = epoch_ms // 60000)."""
+    """Usage of one customer x operation during one UTC minute (minute = epoch_ms // 60000), with what its
+    admitted checks spent on durable counters (`records`, see durability.py)."""
 
     customer: str
     operation: str
@@ -21,6 +26,7 @@ class UsageRow:
     denied: int = 0
     shadow_denied: int = 0
     costs: dict[str, int] = field(default_factory=dict)
+    records: Records = field(default_factory=dict)
 
 
 class Store(Protocol):
@@ -67,8 +73,14 @@ class Store(Protocol):
 
 
 def usage_row(layout: KeyLayout, key: str, counters: dict[str, int]) -> UsageRow:
-    """The UsageRow of usage hash `key` holding `counters` (allowed, denied, shadow_denied, cost:<unit>)."""
+    """The UsageRow of usage hash `key` holding `counters` (allowed, denied, shadow_denied, cost:<unit>,
+    and record fields)."""
     customer, operation, minute = layout.parse_usage_key(key)
     costs = {name[5:]: amount for name, amount in counters.items() if name.startswith("cost:")}
+    records: Records = {}
+    for name, amount in counters.items():
+        if is_record_field(name):
+            key, start = parse_record_field(name)
+            records[(layout.counter_id(key), start)] = amount
     allowed, denied, shadow = (counters.get(name, 0) for name in ("allowed", "denied", "shadow_denied"))
-    return UsageRow(customer, operation, minute, allowed, denied, shadow, costs)
+    return UsageRow(customer, operation, minute, allowed, denied, shadow, costs, records)

@@ -10,8 +10,9 @@
    reject consume nothing; the leased limit always holds its lease).
 4. Atomic batches: if any item is rejected, nothing is consumed and every item is rejected with the
    batch's retry_after: per key, the most the batch needs at once, evaluated on the stored state.
-5. Usage: allowed (+ costs, + shadow_denied when a shadow limit was over) or denied, per item,
-   except dry runs and replays. The first decision of each request id is remembered.
+5. Usage: allowed (+ costs, + shadow_denied when a shadow limit was over, + what it spent on each durable
+   counter) or denied, per item, except dry runs and replays. The first decision of each request id is
+   remembered.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from apps.engine.durability import record_bucket, record_field
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.plan import ItemPlan, LimitPlan
@@ -68,6 +70,8 @@ class _Batch:
         self.read_state = read_state
         self.working: dict[str, tuple[Any, Params, str]] = {}
         self.needs: dict[str, list[Any]] = {}
+        # record -> [usage base of its first spender, amount]: what the batch spent on durable counters
+        self.spent: dict[str, list[Any]] = {}
 
     def state(self, key: str) -> Any:
         """The state of `key` as left by the earlier items of this batch."""
@@ -110,7 +114,18 @@ class _Batch:
         if limit.cost > 0 and (ok or leased):
             state = model.consume(state, params, self.now, limit.cost, plan.lease if leased else None)
             self.working[limit.keys[0]] = (state, params, limit.spec.algorithm)
+            if limit.counter:
+                self._spend(plan, limit, params)
         return model.report(state, params, self.now)
+
+    def _spend(self, plan: ItemPlan, limit: LimitPlan, params: Params) -> None:
+        name = record_field(limit.keys[0], record_bucket(limit.spec, params, self.now))
+        self.spent.setdefault(name, [plan.usage_base, 0])[1] += limit.cost
+
+    def count_records(self, usage: dict[str, dict[str, int]]) -> None:
+        """Add what the batch spent on each durable counter to the usage of its first spender (as check.lua)."""
+        for name, (base, amount) in self.spent.items():
+            usage[base][name] = usage[base].get(name, 0) + amount
 
     def _need(self, plan: ItemPlan, index: int, limit: LimitPlan, params: Params) -> None:
         if limit.spec.shadow or limit.cost == 0:
@@ -206,4 +221,6 @@ def _finish(batch: _Batch, slots: list[_Verdict | Outcome | int], atomic: bool) 
             _count_usage(effects, slot, allowed)
             if slot.plan.idem_key is not None:
                 effects.remembered[slot.plan.idem_key] = outcome
+    if not rolled_back:
+        batch.count_records(effects.usage)
     return outcomes, effects

@@ -2,33 +2,39 @@
 
 It follows the Store protocol and the same decision procedure as the Redis script (decide.py),
 so the property tests use it as the oracle. State expires like Redis keys do: a state past its
-models' expires_at equals "never used" and is dropped; usage is kept for two days.
+models' expires_at equals "never used" and is dropped; usage is kept for two days. Given a seeder, a
+durable counter missing when the store starts (a restarted process) is rebuilt from its records, as
+RedisStore does after a data loss: the store's epoch is its creation.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from apps.engine.clock import Clock, SystemClock
+from apps.engine.durability import History, lookback_start, rebuild
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS, KeyLayout
 from apps.engine.reference import concurrency
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Effects, Outcome, decide
-from apps.engine.store.plan import ItemPlan, check_mode, lease_ttl_ms, plan_item
-from apps.engine.types import BatchMode, CheckItem, Decision, LimitSpec
+from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
+from apps.engine.types import BatchMode, CheckItem, Decision, LimitSpec, SeedRequest
 
 SWEEP_EVERY = 1000
+Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
 
 
 class MemoryStore:
     """An in-process Store. clock: where time comes from (the system clock by default)."""
 
-    def __init__(self, key_prefix: str = "quota", clock: Clock | None = None) -> None:
+    def __init__(self, key_prefix: str = "quota", clock: Clock | None = None, seeder: Seeder | None = None) -> None:
         self._layout = KeyLayout(key_prefix)
         self._clock: Clock = clock or SystemClock()
+        self._seeder = seeder
+        self._epoch = self._clock.now_ms()
         self._lock = threading.Lock()
         self._states: dict[str, tuple[Any, int]] = {}
         self._remembered: dict[str, tuple[Outcome, int]] = {}
@@ -121,11 +127,34 @@ class MemoryStore:
     def _run(self, plans: list[ItemPlan], atomic: bool) -> list[Outcome]:
         with self._lock:
             now = self._clock.now_ms()
+            if self._seeder is not None:
+                self._rebuild_missing(plans, now)
             outcomes, effects = decide(
                 plans, atomic, now, lambda key: self._read(key, now), lambda key: self._recall(key, now)
             )
             self._commit(effects, now)
         return outcomes
+
+    def _rebuild_missing(self, plans: list[ItemPlan], now: int) -> None:
+        """Rebuild the durable counters of `plans` that are missing and may have lost what they held."""
+        wanted: dict[str, tuple[LimitPlan, SeedRequest]] = {}
+        for plan in plans:
+            for limit in plan.limits:
+                key = limit.keys[0]
+                if not limit.counter or key in wanted or self._read(key, now) is not None:
+                    continue
+                since = lookback_start(limit.spec, limit.params(now), now)
+                if since < self._epoch:
+                    wanted[key] = (limit, SeedRequest(limit.spec, plan.item, limit.counter, since, now))
+        if not wanted:
+            return
+        histories = self._seeder([request for _, request in wanted.values()]) if self._seeder else []
+        for (key, (limit, _)), history in zip(wanted.items(), histories, strict=True):
+            params = limit.params(now)
+            state = rebuild(limit.spec, params, history, now)
+            if state is not None:
+                expires = ALGORITHMS[limit.spec.algorithm].model.expires_at(state, params, now)
+                self._store(key, state, expires, now)
 
     def _read(self, key: str, now: int) -> Any:
         held = self._states.get(key)

@@ -19,6 +19,7 @@ class LimitPlan:
     keys: tuple[str, ...]
     cost: int
     bounds: tuple[int, ...] = ()
+    counter: str = ""  # durable limits: the counter key without the prefix, as its records name it
 
     def params(self, now: int) -> Params:
         """The model parameters at `now` (calendar: the window among `bounds` containing now)."""
@@ -57,9 +58,11 @@ def _limit_plan(layout: KeyLayout, item: CheckItem, spec: LimitSpec, now_hint: i
     if spec.algorithm == CONCURRENCY:
         return LimitPlan(spec, keys, 1)
     cost = item.costs.get(spec.unit, 1 if spec.unit == REQUESTS else 0) if item.costs else int(spec.unit == REQUESTS)
+    counter = layout.counter_id(keys[0]) if spec.durable else ""
     if spec.algorithm == CALENDAR:
-        return LimitPlan(spec, keys, cost, calendar.window_bounds(now_hint, item.timezone, spec.calendar_period or ""))
-    return LimitPlan(spec, keys, cost)
+        bounds = calendar.window_bounds(now_hint, item.timezone, spec.calendar_period or "")
+        return LimitPlan(spec, keys, cost, bounds, counter)
+    return LimitPlan(spec, keys, cost, counter=counter)
 
 
 def plan_item(

@@ -4,11 +4,13 @@ The scripts are assembled from apps/engine/lua/ once at import and registered on
 sends EVALSHA; after a Redis restart emptied the script cache (NOSCRIPT), redis-py's Script loads the
 script and retries, once. Time is Redis server time unless a test clock is given.
 
-Re-seeding after a Redis data loss: given a seeder, seedable limits (LimitSpec.seedable) travel with
-seed -2. If Redis lost its data (the epoch key is missing) and such a counter of a window that began
-before the new epoch is missing, the script answers "needs seed" without deciding; the seeder reads the
-usage already recorded (PostgreSQL) and the call is made again with the seeds. That second round trip
-happens once per counter after a loss, never otherwise.
+Durable counters (LimitSpec.durable, see durability.py): the script records what each admitted check
+spends on them in its usage, and, given a seeder, rebuilds them after a Redis data loss. If Redis lost
+its data (the epoch key is missing) and a durable counter whose look-back began before the new epoch is
+missing, the script answers "needs seed" without deciding; the seeder reads the counter's records
+(PostgreSQL), the store replays them through the reference model (seeds.py) and calls again with the
+rebuilt states, which the script writes back. That second round trip happens once per counter after a
+loss, never otherwise.
 
 Every number of a call travels in one argument, packed as little-endian doubles (exact: all stay below
 2**53): one struct.unpack in the script costs ~15 ns a number where parsing text cost ~200 ns. store/args.py
@@ -27,15 +29,18 @@ import redis
 from redis.exceptions import NoScriptError
 
 from apps.engine.clock import Clock, SystemClock
+from apps.engine.durability import History
 from apps.engine.keys import ALGORITHM_CODES, KeyLayout
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, encode
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Outcome
-from apps.engine.store.plan import ItemPlan, check_mode, lease_ttl_ms, plan_item
+from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
+from apps.engine.store.seeds import seed_text
 from apps.engine.types import BatchMode, CheckItem, Decision, LimitResult, LimitSpec, SeedRequest
 
-Seeder = Callable[[Sequence[SeedRequest]], Sequence[int]]
+# Answers, per request, the counter's records since the look-back start: (bucket start ms, amount) pairs.
+Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
 MAX_SEED_CALLS = 3
 
 
@@ -190,7 +195,7 @@ class RedisStore:
     def _rows(self, plans: list[ItemPlan], atomic: bool, client: redis.Redis | None = None) -> list[list[Any]]:
         client = client or self._client
         now = self._now_arg()
-        seeds: dict[int, tuple[int, int]] = {}
+        seeds: dict[int, str] = {}
         for _ in range(MAX_SEED_CALLS):
             keys, args, definitions = encode(plans, atomic, now, self._index_base, self._epoch_key, seeds)
             rows = self._eval(client, keys, args)
@@ -211,15 +216,22 @@ class RedisStore:
             rows = self._check(keys=keys, args=args, client=client)
         return rows
 
-    def _seeds(self, answer: list[Any], definitions: list[tuple[LimitSpec, CheckItem]]) -> dict[int, tuple[int, int]]:
-        """{definition number: (window start, used)} for the counters the script found missing."""
+    def _seeds(self, answer: list[Any], definitions: list[tuple[LimitPlan, CheckItem]]) -> dict[int, str]:
+        """{definition number: rebuilt state} for the durable counters the script found missing."""
+        if self._seeder is None:  # the script asks only a store that sent the epoch key, i.e. has a seeder
+            raise RuntimeError("check.lua asked for seeds, but this store has no seeder")
         now, wanted = int(answer[1]), answer[2:]
         numbers, starts = [int(n) for n in wanted[::2]], [int(s) for s in wanted[1::2]]
-        requests = [SeedRequest(*definitions[n - 1], start, now) for n, start in zip(numbers, starts, strict=True)]
-        if self._seeder is None:  # only seedable definitions, sent only with a seeder, are ever missing
-            raise RuntimeError("check.lua asked for seeds, but this store has no seeder")
-        used = self._seeder(requests)
-        return {n: (start, max(0, int(u))) for n, start, u in zip(numbers, starts, used, strict=True)}
+        limits = [definitions[n - 1] for n in numbers]
+        requests = [
+            SeedRequest(limit.spec, item, self._layout.counter_id(limit.keys[0]), since, now)
+            for (limit, item), since in zip(limits, starts, strict=True)
+        ]
+        histories = self._seeder(requests)
+        return {
+            n: seed_text(limit.spec, limit.params(now), history, now)
+            for n, (limit, _), history in zip(numbers, limits, histories, strict=True)
+        }
 
 
 def _decision(plan: ItemPlan, row: list[Any]) -> Decision:

@@ -3,7 +3,8 @@
 Per minute, in this order:
   1. read the minute's rows from the store;
   2. in one transaction: insert the minute's FlushedMinute claim (unique), then add the rows into
-     UsageMinute (added to any row already there, costs per unit);
+     UsageMinute (added to any row already there, costs per unit) and their counter records into
+     CounterRecord (services/records.py);
   3. commit; 4. tell the store to discard the minute.
 A crash before 3 rolls everything back and the minute stays in the store for the next run. A crash
 between 3 and 4 leaves a committed claim: the next run sees it and only discards. Two runs at once
@@ -23,6 +24,7 @@ from django.db import IntegrityError, transaction
 from apps.engine import Store
 from apps.engine.store.base import UsageRow
 from apps.usage.models import FlushedMinute, UsageBucket, UsageMinute
+from apps.usage.services.records import counter_records_add, merged_records
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +95,7 @@ def _flush_minute(store: Store, minute: int, checkpoint: Checkpoint) -> tuple[st
             FlushedMinute.objects.create(minute=minute, rows=len(rows))
             checkpoint("claimed", minute)
             _add_rows(minute_start(minute), rows)
+            counter_records_add(records=merged_records([row.records for row in rows]))
             checkpoint("added", minute)
     except IntegrityError:
         if not FlushedMinute.objects.filter(minute=minute).exists():

@@ -1,4 +1,5 @@
-"""Deleting usage that has outlived its use: rows past each table's retention, and old flush claims.
+"""Deleting usage that has outlived its use: rows past each table's retention, old flush claims, and counter
+records no rebuild can need any more.
 
 Each app purges its own rows (expired overrides and rules in apps/limits, the database failure policy's
 windows in apps/enforcement); the purge_expired job (apps/ops/jobs.py) runs them all. Redis needs no purge:
@@ -14,7 +15,7 @@ from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from apps.engine.keys import USAGE_TTL_MS
-from apps.usage.models import FlushedMinute, UsageBucket, UsageDay, UsageHour, UsageMinute
+from apps.usage.models import CounterRecord, FlushedMinute, UsageBucket, UsageDay, UsageHour, UsageMinute
 from apps.usage.services.flush import MINUTE_MS, minute_start
 
 # A minute can still be flushed this long after it happened (the store keeps usage for USAGE_TTL_MS).
@@ -33,6 +34,7 @@ def usage_purge(*, now: dt.datetime | None = None) -> dict[str, int]:
         "hours": _purge_usage(UsageHour, settings.QUOTA_RETENTION_HOUR_DAYS, now, keep),
         "days": _purge_usage(UsageDay, settings.QUOTA_RETENTION_DAY_DAYS, now, keep),
         "claims": _delete(old_claims),
+        "counter_records": _delete(CounterRecord.objects.filter(start_ms__lt=_ms(now - _record_retention()))),
     }
 
 
@@ -54,6 +56,15 @@ def _purge_usage(model: type[UsageBucket], retention_days: int, now: dt.datetime
 
 def _delete(queryset: QuerySet[Model]) -> int:
     return queryset.delete()[1].get(queryset.model._meta.label, 0)
+
+
+def _record_retention() -> dt.timedelta:
+    """Counter records are kept as long as the longest durable limit can reach back (enforcement/specs.py)."""
+    return dt.timedelta(days=settings.QUOTA_COUNTER_RECORD_DAYS)
+
+
+def _ms(moment: dt.datetime) -> int:
+    return int(moment.timestamp() * 1000)
 
 
 def _minute_of(moment: dt.datetime) -> int:
