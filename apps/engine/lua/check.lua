@@ -55,7 +55,7 @@ do
   end
 end
 
-local defs, strings, durable = {}, {}, {}
+local defs, strings, durable = {}, {}, nil
 local p = 3
 for d = 1, N[1] do
   local code, key, bounds = CODES[N[p]], N[p + 1], N[p + 8]
@@ -72,7 +72,10 @@ for d = 1, N[1] do
     while i < last - 1 and N[i + 1] <= now do i = i + 1 end
     lim.ws, lim.we = N[i], N[i + 1]
   end
-  if lim.durability > 0 then durable[#durable + 1] = d end
+  if lim.durability > 0 then
+    durable = durable or {}
+    durable[#durable + 1] = d
+  end
   defs[d] = lim
   p = p + 9 + bounds
 end
@@ -89,15 +92,10 @@ for i = 1, N[2] do
   if it.idem > 0 and not it.dry then strings[#strings + 1] = KEYS[it.idem] end
   p = it.l + 1 + 2 * N[it.l]
 end
-local rebuilt = #durable > 0 and defs[durable[1]].durability == 2
+local rebuilt = durable and defs[durable[1]].durability == 2
 local epoch_key = rebuilt and KEYS[#KEYS]
 if epoch_key then strings[#strings + 1] = epoch_key end
 prefetch(strings)
-
--- How long a full bucket takes to drain: a bucket's records look back twice that (durability.rebuild).
-local function drain(lim)
-  return ceil_div(lim.cap * lim.per, lim.q)
-end
 
 -- Rebuilding lost durable counters: only a store with a seeder sends the epoch key (the functions of this
 -- block are made only then: every function is a closure made again on each call).
@@ -125,14 +123,15 @@ if epoch_key then
     FETCHED[lim.key2] = summary
   end
 
-  -- The earliest time whose spending still shapes the counter now (durability.lookback_start).
+  -- The earliest time whose spending still shapes the counter now (durability.lookback_start): a bucket
+  -- looks back twice the time a full bucket takes to drain (durability.rebuild).
   local function lookback(lim)
     local code = lim.code
     if code == 'cal' then return lim.ws end
     if code == 'fw' then return now - now % lim.per end
     if code == 'swc' then return now - now % lim.per - lim.per end
     if code == 'sl' then return now - lim.per end
-    return now - 2 * drain(lim)
+    return now - 2 * ceil_div(lim.cap * lim.per, lim.q)
   end
 
   for _, d in ipairs(durable) do
@@ -162,30 +161,12 @@ if epoch_key then
   if #missing > 2 then return {missing} end
 end
 
--- The record field of durable counter `lim` for a check spending now: its key and bucket start
--- (durability.record_bucket). The key is a string the script has already; the bucket's text is made once.
-local bucket_texts = {}
-local function record_field(lim)
-  local code, start = lim.code, now - now % 60000
-  if code == 'cal' then
-    start = lim.ws
-  elseif code == 'fw' or code == 'swc' then
-    start = now - now % lim.per
-  end
-  local text = bucket_texts[start]
-  if not text then
-    text = '|' .. itos(start)
-    bucket_texts[start] = text
-  end
-  return lim.key .. text
-end
-
 -- Every function below is a closure created again on each call: helpers used once are inlined.
 local cache = {}
 local needs, need_keys = {}, {}
 -- Durable counters spent on, in order, and per definition number what the call spent and on whose usage
--- it is recorded (kept apart from the definitions: growing those tables would rehash them).
-local spent_on, spent, spent_base = {}, {}, {}
+-- it is recorded (kept apart from the definitions: growing those tables would rehash them). Made on first use.
+local spent_on, spent, spent_base
 
 -- Atomic batches: per key, the most the batch needs at once (earlier consuming items + this one).
 local function note_need(it, j, lim, cost)
@@ -258,6 +239,7 @@ local function decide(it)
         if lim.durability > 0 then
           -- What the call spends on the counter, recorded once with the usage of its first spender.
           local d = N[l + 2 * j - 1]
+          if not spent_on then spent_on, spent, spent_base = {}, {}, {} end
           local before = spent[d]
           if before then
             spent[d] = before + cost
@@ -367,8 +349,24 @@ for i, it in ipairs(items) do
   end
 end
 
--- Records: what the call spent on each durable counter, with the usage of the counter's first spender.
-if not rolled_back then
+-- Records: what the call spent on each durable counter, with the usage of the counter's first spender,
+-- under "<counter key>|<bucket start>" (durability.record_bucket); a bucket's text is made once.
+if spent_on and not rolled_back then
+  local bucket_texts = {}
+  local function record_field(lim)
+    local code, start = lim.code, now - now % 60000
+    if code == 'cal' then
+      start = lim.ws
+    elseif code == 'fw' or code == 'swc' then
+      start = now - now % lim.per
+    end
+    local text = bucket_texts[start]
+    if not text then
+      text = '|' .. itos(start)
+      bucket_texts[start] = text
+    end
+    return lim.key .. text
+  end
   for _, d in ipairs(spent_on) do
     local counters, field = usage[spent_base[d]], record_field(defs[d])
     counters[field] = (counters[field] or 0) + spent[d]
