@@ -31,12 +31,20 @@ class Series:
     dashed: bool = False
 
 
-# Allowed, denied and shadow-denied in every usage chart: the colours stay apart for colour-blind readers too.
+# Allowed, denied and shadow-denied in every usage chart, the other counters when they are not all zero:
+# the colours stay apart for colour-blind readers too.
 USAGE_SERIES_STYLE = {
     "allowed": ("allowed", "#1b7837"),
     "denied": ("denied", "#c51b7d"),
     "shadow_denied": ("shadow-denied (admitted; a shadow limit would refuse)", "#e08214"),
+    "degraded": ("degraded (decided without Redis)", "#2166ac"),
+    "rule_denied": ("rule-denied (by an access rule)", "#542788"),
+    "unavailable": ("unavailable (503 without Redis)", "#4d4d4d"),
 }
+# Counted again inside the solid lines (shadow-denied within allowed, degraded within allowed and denied): dashed.
+PART_SERIES = frozenset({"shadow_denied", "degraded"})
+ALWAYS_DRAWN = ("allowed", "denied", "shadow_denied")
+LEGEND_ROW = 16
 
 
 def nice_ceiling(value: float) -> int:
@@ -64,16 +72,20 @@ def _y(value: int, top: int) -> float:
     return TOP + (HEIGHT - TOP - BOTTOM) * (1 - value / top)
 
 
-def _legend(series: Sequence[Series]) -> str:
-    parts, x = [], LEFT
+def _legend(series: Sequence[Series]) -> tuple[str, int]:
+    """The legend's markup, and how far it reaches below its first row: items wrap onto new rows."""
+    parts, x, y = [], LEFT, 0
     for line in series:
+        width = 30 + 7 * len(line.label)
+        if x > LEFT and x + width > WIDTH - RIGHT:
+            x, y = LEFT, y + LEGEND_ROW
         dash = ' stroke-dasharray="5 3"' if line.dashed else ""
         parts.append(
-            f'<g class="legend-item"><line x1="{x}" y1="14" x2="{x + 18}" y2="14" stroke="{line.color}" '
-            f'stroke-width="3"{dash}/><text x="{x + 22}" y="18">{escape(line.label)}</text></g>'
+            f'<g class="legend-item"><line x1="{x}" y1="{14 + y}" x2="{x + 18}" y2="{14 + y}" stroke="{line.color}" '
+            f'stroke-width="3"{dash}/><text x="{x + 22}" y="{18 + y}">{escape(line.label)}</text></g>'
         )
-        x += 30 + 7 * len(line.label)
-    return "".join(parts)
+        x += width
+    return "".join(parts), y
 
 
 def _y_axis(top: int, unit_label: str) -> str:
@@ -132,19 +144,19 @@ def line_chart_svg(
     top = axis_top(max((max(line.values, default=0) for line in series), default=0))
     slug = "".join(char if char.isalnum() else "-" for char in title.lower())
     totals = ", ".join(f"{line.label}: {sum(line.values):,}" for line in series)
+    legend, extra = _legend(series)
+    plot = "".join([_y_axis(top, y_label), _x_axis(x_labels, x_label), *(_polyline(line, top) for line in series)])
     body = "".join(
         [
             f"<title id='{slug}-title'>{escape(title)}</title>",
             f"<desc id='{slug}-desc'>{escape(description or totals)}</desc>",
-            _legend(series),
-            _y_axis(top, y_label),
-            _x_axis(x_labels, x_label),
-            *(_polyline(line, top) for line in series),
+            legend,
+            f'<g transform="translate(0 {extra})">{plot}</g>' if extra else plot,
         ]
     )
     return mark_safe(  # noqa: S308 - every text above went through escape(); numbers are formatted here
         f'<svg class="usage-chart" role="img" aria-labelledby="{slug}-title {slug}-desc" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" preserveAspectRatio="xMidYMid meet" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT + extra}" width="100%" preserveAspectRatio="xMidYMid meet" '
         f'xmlns="http://www.w3.org/2000/svg" font-size="11" font-family="sans-serif">{body}</svg>'
     )
 

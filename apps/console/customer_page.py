@@ -13,13 +13,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from apps.console.charts import USAGE_SERIES_STYLE, Series, bucket_labels, line_chart_svg
+from apps.console.charts import ALWAYS_DRAWN, PART_SERIES, USAGE_SERIES_STYLE, Series, bucket_labels, line_chart_svg
 from apps.console.monopolization import FORMULA, MonopolizationScore, dimension_of, monopolization_score
 from apps.customers.models import Customer
 from apps.enforcement.inspection import CountersUnavailable, LimitState, customer_limit_states
 from apps.limits.models import Algorithm, Limit
 from apps.limits.snapshot import LimitConfig
 from apps.limits.summaries import amount_phrase, key_phrase, period_phrase
+from apps.usage.models import COUNTERS
 from apps.usage.selectors import DEFAULT_USAGE_RANGE, USAGE_RANGES, UsageSeries, usage_series
 
 TEMPLATE = "console/customer_usage.html"
@@ -31,7 +32,7 @@ class OperationChart:
     operation: str
     svg: SafeString
     totals: dict[str, int]
-    rows: list[tuple[str, int, int, int]]  # bucket label, allowed, denied, shadow-denied (non-empty buckets)
+    rows: list[tuple[Any, ...]]  # bucket label, then one count per counter in COUNTERS order (non-empty buckets)
 
 
 @dataclass(frozen=True)
@@ -56,24 +57,29 @@ def usage_charts(series: UsageSeries) -> list[OperationChart]:
     labels = bucket_labels(series.buckets, series.range.step)
     charts = []
     for operation, lines in series.operations.items():
-        drawn = [
-            Series(key, USAGE_SERIES_STYLE[key][0], USAGE_SERIES_STYLE[key][1], values, dashed=key == "shadow_denied")
-            for key, values in lines.items()
-        ]
         svg = line_chart_svg(
             title=f"{operation}, {series.range.label}",
             x_labels=labels,
-            series=drawn,
+            series=_drawn(lines),
             y_label=Y_LABEL[series.range.granularity],
             x_label="time (UTC)",
         )
         rows = [
-            (labels[index], lines["allowed"][index], lines["denied"][index], lines["shadow_denied"][index])
+            (labels[index], *(lines[counter][index] for counter in COUNTERS))
             for index in range(len(labels))
-            if lines["allowed"][index] or lines["denied"][index] or lines["shadow_denied"][index]
+            if any(lines[counter][index] for counter in COUNTERS)
         ]
         charts.append(OperationChart(operation, svg, series.totals(operation), rows))
     return charts
+
+
+def _drawn(lines: dict[str, list[int]]) -> list[Series]:
+    """Allowed, denied and shadow-denied always; degraded, rule-denied and unavailable when not all zero."""
+    return [
+        Series(key, *USAGE_SERIES_STYLE[key], values, dashed=key in PART_SERIES)
+        for key, values in lines.items()
+        if key in ALWAYS_DRAWN or any(values)
+    ]
 
 
 def limit_rows(states: list[LimitState]) -> list[LimitRow]:

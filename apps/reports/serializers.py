@@ -11,6 +11,7 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.enforcement import parsing
+from apps.reports.exports.columns import COLUMN_DOCS
 from apps.reports.filters import MAX_NAMES
 from apps.reports.selectors import MAX_RANGE, Position
 from apps.usage.selectors import USAGE_TABLES
@@ -21,6 +22,7 @@ OFFSET_HINT = (
 
 
 NOT_A_CURSOR = "Not a cursor this API gave out."
+COLUMN_HELP = dict(COLUMN_DOCS)
 # An XLSX answer is built whole before it is sent (a workbook is a zip), at ~5k rows/s, holding a web worker:
 # beyond this many rows, CSV (which streams) or the admin's background export.
 XLSX_MAX_ROWS = 25_000
@@ -139,9 +141,12 @@ class UsageRowSerializer(serializers.Serializer):
     customer = serializers.CharField()
     operation = serializers.CharField()
     bucket = serializers.DateTimeField(help_text="Start of the bucket, UTC.")
-    allowed = serializers.IntegerField(min_value=0)
-    denied = serializers.IntegerField(min_value=0)
-    shadow_denied = serializers.IntegerField(min_value=0)
+    allowed = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["allowed"])
+    denied = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["denied"])
+    shadow_denied = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["shadow_denied"])
+    degraded = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["degraded"])
+    rule_denied = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["rule_denied"])
+    unavailable = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["unavailable"])
     costs = serializers.DictField(child=serializers.IntegerField(min_value=0), help_text="Admitted cost per unit.")
 
 

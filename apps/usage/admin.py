@@ -42,7 +42,18 @@ class CappedCountPaginator(Paginator):
 
 
 class UsageAdmin(admin.ModelAdmin):
-    list_display = ("bucket", "customer", "operation", "allowed", "denied", "shadow_denied", "costs")
+    list_display = (
+        "bucket",
+        "customer",
+        "operation",
+        "allowed",
+        "denied",
+        "shadow_denied",
+        "degraded",
+        "rule_denied",
+        "unavailable",
+        "costs",
+    )
     list_filter = (("bucket", admin.DateFieldListFilter),)
     # Exact matches only: they use the (customer, operation, bucket) index; icontains would scan.
     search_fields = ("customer__exact", "operation__exact")

@@ -1,20 +1,38 @@
 from django.db import models
 
+# The counters of every usage row (UsageBucket), in the order reports show them.
+COUNTERS = ("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable")
+
 
 class UsageBucket(models.Model):
     """Abstract: usage of one customer × operation in one time bucket.
 
     Customers and operations are stored by name, not by foreign key: usage is history and
     must survive a customer or operation being renamed away or deleted.
+    Every check the API answered is counted in exactly one of `allowed`, `denied`, `rule_denied` and
+    `unavailable`; `shadow_denied` and `degraded` count a part of those again.
     `costs` holds the admitted cost per unit, e.g. {"requests": 12, "records": 3400}.
     """
 
     customer = models.CharField(max_length=200)
     operation = models.CharField(max_length=100)
     bucket = models.DateTimeField(help_text="Start of the bucket, UTC.")
-    allowed = models.PositiveBigIntegerField(default=0)
-    denied = models.PositiveBigIntegerField(default=0)
-    shadow_denied = models.PositiveBigIntegerField(default=0)
+    allowed = models.PositiveBigIntegerField(default=0, help_text="Checks admitted (an access rule's allow included).")
+    denied = models.PositiveBigIntegerField(default=0, help_text="Checks refused by a limit.")
+    shadow_denied = models.PositiveBigIntegerField(
+        default=0, help_text="Admitted checks that a shadow-mode limit would have refused (a part of allowed)."
+    )
+    degraded = models.PositiveBigIntegerField(
+        default=0,
+        help_text="Checks decided without Redis, by the limits' failure policies; also counted in allowed or denied.",
+    )
+    rule_denied = models.PositiveBigIntegerField(
+        default=0, help_text="Checks refused by an access rule (a deny rule or an inactive customer); not in denied."
+    )
+    unavailable = models.PositiveBigIntegerField(
+        default=0,
+        help_text="Checks refused with 503: a limit's failure policy is `closed` and Redis was away; not in denied.",
+    )
     costs = models.JSONField(default=dict, blank=True)
 
     # Each table gets this manager anyway; declared on the base, code given any of the three can query it.
@@ -29,7 +47,8 @@ class UsageBucket(models.Model):
 
 
 class UsageMinute(UsageBucket):
-    """Usage per minute, flushed from Redis; kept for the minute retention."""
+    """Usage per minute, flushed from Redis and added by the decisions made without it; kept for the minute
+    retention."""
 
     class Meta(UsageBucket.Meta):
         constraints = [
@@ -103,3 +122,23 @@ class CounterRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.counter} @ {self.start_ms}: {self.amount}"
+
+
+class RollupMark(models.Model):
+    """A UTC minute whose UsageMinute rows changed outside a flush (decisions made without Redis,
+    services/decisions.py), so the hour and day it falls in must be recomputed by the next rollup.
+
+    It is not a FlushedMinute claim: a claim says the counter store's usage of the minute is already in
+    the database, and the flush would discard that usage unread. `version` grows with every write into
+    the minute; the rollup deletes a mark only if its version is still the one it read before recomputing,
+    so a write that lands while a rollup runs is rolled up by the next one.
+    """
+
+    minute = models.BigIntegerField(unique=True, help_text="epoch_ms // 60000 (UTC).")
+    version = models.PositiveBigIntegerField(default=1)
+
+    class Meta:
+        ordering = ["minute"]
+
+    def __str__(self) -> str:
+        return f"minute {self.minute} to roll up (version {self.version})"

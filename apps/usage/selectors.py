@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import F, QuerySet, Sum
 
-from apps.usage.models import CounterRecord, UsageBucket, UsageDay, UsageHour, UsageMinute
+from apps.usage.models import COUNTERS, CounterRecord, UsageBucket, UsageDay, UsageHour, UsageMinute
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -45,7 +45,6 @@ USAGE_RANGES: dict[str, UsageRange] = {
     "30d": UsageRange("30d", "last 30 days", "day", dt.timedelta(days=1), 30),
 }
 DEFAULT_USAGE_RANGE = "hour"
-COUNTERS = ("allowed", "denied", "shadow_denied")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +60,7 @@ class UsageSeries:
 
 
 def usage_series(*, customer: str, usage_range: UsageRange, now: dt.datetime) -> UsageSeries:
-    """Allowed, denied and shadow-denied per operation and bucket for `customer` over `usage_range`."""
+    """Every counter (COUNTERS) per operation and bucket for `customer` over `usage_range`."""
     start, end = usage_range.bounds(now)
     buckets = [start + usage_range.step * index for index in range(usage_range.buckets)]
     rows = (
@@ -84,18 +83,29 @@ class CustomerTotals:
     allowed: int
     denied: int
     shadow_denied: int
+    degraded: int = 0
+    rule_denied: int = 0
+    unavailable: int = 0
 
     @property
     def denied_share(self) -> float:
-        """Denied ÷ all checks decided (0 when there were none)."""
+        """Denied ÷ the checks its limits decided, allowed + denied (0 when there were none)."""
         decided = self.allowed + self.denied
         return self.denied / decided if decided else 0.0
+
+    @property
+    def checks(self) -> int:
+        """Every check answered: each is allowed, denied, rule-denied or unavailable."""
+        return self.allowed + self.denied + self.rule_denied + self.unavailable
 
 
 class _Totals(TypedDict):
     total_allowed: int
     total_denied: int
     total_shadow: int
+    total_degraded: int
+    total_rule_denied: int
+    total_unavailable: int
 
 
 class _TotalsRow(_Totals):
@@ -109,20 +119,37 @@ def _customer_totals(
         USAGE_TABLES[granularity]
         .objects.filter(bucket__gte=start, bucket__lt=end)
         .values("customer")
-        .annotate(total_allowed=Sum("allowed"), total_denied=Sum("denied"), total_shadow=Sum("shadow_denied"))
+        .annotate(
+            total_allowed=Sum("allowed"),
+            total_denied=Sum("denied"),
+            total_shadow=Sum("shadow_denied"),
+            total_degraded=Sum("degraded"),
+            total_rule_denied=Sum("rule_denied"),
+            total_unavailable=Sum("unavailable"),
+        )
     )
 
 
 def _as_totals(rows: Iterable[_TotalsRow]) -> list[CustomerTotals]:
     return [
-        CustomerTotals(row["customer"], row["total_allowed"], row["total_denied"], row["total_shadow"]) for row in rows
+        CustomerTotals(
+            row["customer"],
+            row["total_allowed"],
+            row["total_denied"],
+            row["total_shadow"],
+            row["total_degraded"],
+            row["total_rule_denied"],
+            row["total_unavailable"],
+        )
+        for row in rows
     ]
 
 
 def usage_most_throttled(
     *, granularity: str, start: dt.datetime, end: dt.datetime, count: int = 10
 ) -> list[CustomerTotals]:
-    """The customers refused most in [start, end), most refusals first (only those refused at least once)."""
+    """The customers refused most by their limits in [start, end), most refusals first (only those refused at
+    least once); refusals by an access rule or for want of Redis are not throttling."""
     rows = _customer_totals(granularity, start, end).filter(total_denied__gt=0)
     return _as_totals(rows.order_by("-total_denied", "customer")[:count])
 
@@ -130,7 +157,7 @@ def usage_most_throttled(
 def usage_busiest_customers(
     *, granularity: str, start: dt.datetime, end: dt.datetime, count: int = 200
 ) -> list[CustomerTotals]:
-    """The customers with the most checks in [start, end), busiest first."""
+    """The customers with the most checks their limits decided (allowed + denied) in [start, end), busiest first."""
     rows = _customer_totals(granularity, start, end).annotate(total=F("total_allowed") + F("total_denied"))
     return _as_totals(rows.order_by("-total", "customer")[:count])
 

@@ -103,3 +103,19 @@ def test_bucket_labels_are_times_for_minutes_and_dates_for_days() -> None:
     start = dt.datetime(2026, 3, 5, 9, 30, tzinfo=dt.UTC)
     assert bucket_labels([start], dt.timedelta(minutes=1)) == ["09:30"]
     assert bucket_labels([start], dt.timedelta(days=1)) == ["Mar 05"]
+
+
+def test_a_legend_too_wide_for_one_row_wraps_and_the_chart_grows_to_make_room() -> None:
+    labels = ["a long label for the first line", "a long label for the second", "a long label for the third"]
+    series = [Series(f"s{n}", label, "#000", [1, 2]) for n, label in enumerate(labels)]
+
+    one_row = _chart(series=series[:1], x_labels=["a", "b"])
+    wrapped = _chart(series=series, x_labels=["a", "b"])
+
+    legend_ys = sorted({float(text.get("y")) for text in wrapped.iter(f"{SVG}text") if text.text in labels})
+    assert len(legend_ys) == 2, "two rows"
+    height = float(one_row.get("viewBox").split()[3])
+    assert float(wrapped.get("viewBox").split()[3]) == height + legend_ys[1] - legend_ys[0]
+    shifted = next(group for group in wrapped.iter(f"{SVG}g") if group.get("transform"))
+    assert shifted.get("transform") == f"translate(0 {legend_ys[1] - legend_ys[0]:g})"
+    assert len(list(shifted.iter(f"{SVG}polyline"))) == 3, "the plot moves down below the legend"

@@ -45,7 +45,7 @@ def test_the_export_page_is_linked_from_the_admin_index_for_an_analyst(analyst_c
     html = page.content.decode()
     for name in ("customers", "operations", "start", "end", "granularity", "format"):
         assert f'name="{name}"' in html
-    for column in ("customer", "bucket", "shadow_denied", "costs"):
+    for column in ("customer", "bucket", "shadow_denied", "degraded", "rule_denied", "unavailable", "costs"):
         assert f"<code>{column}</code>" in html
     assert "up to 50,000 rows (10,000 as XLSX) downloads at once" in html
 

@@ -12,6 +12,7 @@ import apps.reports.exports as exports_package
 from apps.reports.exports import COLUMN_DOCS, COLUMNS, FORMATS, xlsx_format
 from apps.reports.selectors import usage_report_rows
 from apps.reports.services import usage_report_to_path, usage_report_write
+from apps.usage.models import COUNTERS
 from tests.reports.usage_set import DAY0, PARSERS, all_days, db_rows, usage_generate
 from tests.usage.factories import UsageHourFactory
 
@@ -63,6 +64,39 @@ def test_every_column_is_documented_in_the_module_docstring_in_order() -> None:
     assert [name for name, _ in COLUMN_DOCS] == list(COLUMNS)
 
 
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_each_format_has_the_decision_counters_with_their_values(fmt) -> None:
+    UsageHourFactory(customer="acct-1", bucket=DAY0, allowed=5, denied=2, degraded=4, rule_denied=3, unavailable=6)
+
+    (row,) = PARSERS[fmt](written(fmt, all_days()))
+
+    assert dict(zip(COLUMNS, row, strict=True)) == {
+        "customer": "acct-1",
+        "operation": "PutRecords",
+        "bucket": "2026-03-01T00:00:00+00:00",
+        "allowed": 5,
+        "denied": 2,
+        "shadow_denied": 0,
+        "degraded": 4,
+        "rule_denied": 3,
+        "unavailable": 6,
+        "costs": {"requests": 10, "records": 4000},
+    }
+
+
+def test_every_counter_is_documented_with_what_it_counts() -> None:
+    meanings = dict(COLUMN_DOCS)
+
+    assert ("customer", "operation", "bucket", *COUNTERS, "costs") == COLUMNS, "every stored counter is exported"
+
+    assert "without Redis" in meanings["degraded"]
+    assert "also counted in allowed or denied" in meanings["degraded"]
+    assert "access rule" in meanings["rule_denied"]
+    assert "not counted in denied" in meanings["rule_denied"]
+    assert "503" in meanings["unavailable"]
+    assert "not counted in denied" in meanings["unavailable"]
+
+
 def test_times_are_utc_with_the_offset_written_out() -> None:
     UsageHourFactory(customer="acct-1", bucket=dt.datetime(2026, 3, 1, 10, tzinfo=dt.timezone(dt.timedelta(hours=2))))
 
@@ -87,11 +121,27 @@ def test_csv_defuses_what_a_spreadsheet_would_run_but_xlsx_and_json_keep_it_verb
 
 
 def test_xlsx_writes_counts_a_spreadsheet_cannot_hold_exactly_as_text() -> None:
-    UsageHourFactory(customer="acct-1", bucket=DAY0, allowed=2**53 - 1, denied=2**53, shadow_denied=2**63 - 1)
+    UsageHourFactory(
+        customer="acct-1",
+        bucket=DAY0,
+        allowed=2**53 - 1,
+        denied=2**53,
+        shadow_denied=2**63 - 1,
+        degraded=2**53 + 1,
+        rule_denied=2**53 - 2,
+        unavailable=2**62,
+    )
 
     sheet = openpyxl.load_workbook(io.BytesIO(written("xlsx", all_days())))["usage"]
 
-    assert [cell.value for cell in sheet[2][3:6]] == [2**53 - 1, str(2**53), str(2**63 - 1)]
+    assert [cell.value for cell in sheet[2][3:9]] == [
+        2**53 - 1,
+        str(2**53),
+        str(2**63 - 1),
+        str(2**53 + 1),
+        2**53 - 2,
+        str(2**62),
+    ]
 
 
 def test_xlsx_replaces_control_characters_xml_cannot_hold() -> None:

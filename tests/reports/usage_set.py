@@ -22,6 +22,9 @@ OPERATIONS = ("PutRecords", "ModifyShardCount")
 # The largest count a spreadsheet holds exactly; stored counts stay below it.
 BIGGEST_COUNT = 2**53 - 1
 FACTORY_BY_GRANULARITY = {"minute": UsageMinuteFactory, "hour": UsageHourFactory, "day": UsageDayFactory}
+# Every format's columns, in this order; the test states them rather than reading COLUMNS from the code.
+COUNTS = ("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable")
+HEADER = ("customer", "operation", "bucket", *COUNTS, "costs")
 STEP = {"minute": dt.timedelta(minutes=1), "hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1)}
 
 
@@ -40,6 +43,9 @@ def usage_generate(granularity: str = "hour", *, seed: int = 6, per_series: int 
                     allowed=rng.choice([0, 1, rng.randrange(10**6), BIGGEST_COUNT]),
                     denied=rng.randrange(1000),
                     shadow_denied=rng.choice([0, rng.randrange(10**12)]),
+                    degraded=rng.choice([0, rng.randrange(100)]),
+                    rule_denied=rng.choice([0, rng.randrange(10**4)]),
+                    unavailable=rng.choice([0, rng.randrange(500)]),
                     costs=rng.choice(
                         [{}, {"requests": rng.randrange(10**6)}, {"records": rng.randrange(10**9), "bytes": 2**62 + 7}]
                     ),
@@ -59,9 +65,7 @@ def db_rows(filters: UsageFilters) -> list[tuple]:
             row.customer,
             row.operation,
             row.bucket.astimezone(dt.UTC).isoformat(),
-            row.allowed,
-            row.denied,
-            row.shadow_denied,
+            *(getattr(row, name) for name in COUNTS),
             row.costs,
         )
         for row in usage_report_rows(filters=filters)
@@ -70,16 +74,15 @@ def db_rows(filters: UsageFilters) -> list[tuple]:
 
 def parsed_csv(data: bytes) -> list[tuple]:
     lines = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
-    assert lines[0] == ["customer", "operation", "bucket", "allowed", "denied", "shadow_denied", "costs"]
-    return [(c, o, b, int(a), int(d), int(s), json.loads(costs)) for c, o, b, a, d, s, costs in lines[1:]]
+    assert lines[0] == list(HEADER)
+    return [(c, o, b, *map(int, counts), json.loads(costs)) for c, o, b, *counts, costs in lines[1:]]
 
 
 def parsed_json(data: bytes) -> list[tuple]:
     document = json.loads(data)
-    return [
-        (r["customer"], r["operation"], r["bucket"], r["allowed"], r["denied"], r["shadow_denied"], r["costs"])
-        for r in document["rows"]
-    ]
+    for row in document["rows"]:
+        assert list(row) == list(HEADER)
+    return [tuple(row[name] for name in HEADER) for row in document["rows"]]
 
 
 def parsed_xlsx(data: bytes) -> list[tuple]:
@@ -89,11 +92,11 @@ def parsed_xlsx(data: bytes) -> list[tuple]:
         if not sheet.title.startswith("usage"):
             continue
         values = list(sheet.iter_rows(values_only=True))
-        assert values[0] == ("customer", "operation", "bucket", "allowed", "denied", "shadow_denied", "costs")
-        for c, o, b, a, d, s, costs in values[1:]:
+        assert values[0] == HEADER
+        for c, o, b, *counts, costs in values[1:]:
             # Counts must come back as integers, never as floats that may have lost digits.
-            assert all(type(n) is int for n in (a, d, s)), (a, d, s)
-            rows.append((c, o, b, a, d, s, json.loads(costs)))
+            assert all(type(n) is int for n in counts), counts
+            rows.append((c, o, b, *counts, json.loads(costs)))
     workbook.close()
     return rows
 

@@ -4,6 +4,7 @@ import factory
 
 from apps.engine import CheckItem, LimitSpec
 from apps.usage.models import FlushedMinute, UsageDay, UsageHour, UsageMinute
+from apps.usage.services import DecisionCounts
 
 
 class UsageMinuteFactory(factory.django.DjangoModelFactory):
@@ -56,3 +57,17 @@ def flushed(bucket: dt.datetime, **fields) -> UsageMinute:
     """A UsageMinute row as a flush leaves it: the row and its minute's claim (not rolled up yet)."""
     FlushedMinuteFactory(minute=minute_number(bucket))
     return UsageMinuteFactory(bucket=bucket, **fields)
+
+
+class DecisionCountsFactory(factory.Factory):
+    """Decisions made without Redis, as the enforcement ledger hands them to usage_decisions_add."""
+
+    class Meta:
+        model = DecisionCounts
+
+    customer = "acct-1"
+    operation = "PutRecords"
+    minute = factory.LazyFunction(lambda: minute_number(dt.datetime(2026, 3, 4, 10, 0, tzinfo=dt.UTC)))
+    allowed = 1
+    degraded = 1
+    costs = factory.LazyFunction(lambda: {"requests": 1})

@@ -86,3 +86,26 @@ def test_the_usage_list_shows_the_newest_bucket_first(admin_client) -> None:
     newer = UsageMinuteFactory(bucket=dt.datetime(2025, 1, 1, 10, 1, tzinfo=dt.UTC))
     result = admin_client.get(admin_url(UsageMinute, "changelist")).context["cl"].result_list
     assert list(result) == [newer, older]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("model", USAGE_MODELS, ids=lambda model: model.__name__)
+def test_the_usage_list_shows_every_counter(admin_client, model) -> None:
+    model.objects.create(
+        customer="acct-1",
+        operation="PutRecords",
+        bucket=dt.datetime(2025, 1, 1, tzinfo=dt.UTC),
+        allowed=11,
+        denied=12,
+        shadow_denied=13,
+        degraded=14,
+        rule_denied=15,
+        unavailable=16,
+    )
+
+    page = admin_client.get(admin_url(model, "changelist")).content.decode()
+
+    for column in ("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable"):
+        assert f"column-{column}" in page
+    for value in range(11, 17):
+        assert f">{value}</td>" in page

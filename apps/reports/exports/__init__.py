@@ -6,14 +6,20 @@ and of the table on the admin export page):
   customer       the customer id, as the checks named it
   operation      the operation name
   bucket         start of the minute, hour or UTC day: ISO 8601 in UTC with its offset, 2026-03-04T11:00:00+00:00
-  allowed        checks admitted in the bucket (integer)
-  denied         checks refused: over a limit or denied by a rule (integer)
-  shadow_denied  admitted checks that a shadow-mode limit would have refused (integer)
+  allowed        checks admitted in the bucket, an access rule's allow included (integer)
+  denied         checks refused by a limit: over it, or a cost it can never admit (integer)
+  shadow_denied  admitted checks that a shadow-mode limit would have refused; a part of allowed (integer)
+  degraded       checks decided without Redis, by the limits' failure policies; each is also counted
+                 in allowed or denied: the part of them decided while Redis was away (integer)
+  rule_denied    checks refused by an access rule (a deny rule, or an inactive customer); not in denied (integer)
+  unavailable    checks refused with 503 because a limit's failure policy is `closed` and Redis was away;
+                 not in denied (integer)
   costs          admitted cost per unit, a JSON object with sorted keys, e.g. {"records":4000,"requests":10}.
                  Units differ between operations and are not known before the last row, so they are
                  not spread over columns.
 
-Rows come ordered by bucket, customer, operation. Numbers are the stored integers, exactly:
+Every check is counted once, in allowed, denied, rule_denied or unavailable. Rows come ordered by bucket,
+customer, operation. Numbers are the stored integers, exactly:
 
 - CSV (text/csv, UTF-8, no byte order mark, CRLF line ends): a header line, then one line per row;
   `costs` is a JSON text cell. A customer or operation that a spreadsheet would run as a formula (it

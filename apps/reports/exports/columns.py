@@ -12,9 +12,23 @@ COLUMN_DOCS: tuple[tuple[str, str], ...] = (
     ("customer", "The customer id, as the checks named it."),
     ("operation", "The operation name."),
     ("bucket", "Start of the minute, hour or UTC day: ISO 8601 in UTC with the offset: 2026-03-04T11:00:00+00:00."),
-    ("allowed", "Checks admitted in the bucket (integer)."),
-    ("denied", "Checks refused: over a limit or denied by a rule (integer)."),
-    ("shadow_denied", "Admitted checks that a shadow-mode limit would have refused (integer)."),
+    ("allowed", "Checks admitted in the bucket, an access rule's allow included (integer)."),
+    ("denied", "Checks refused by a limit: over it, or a cost it can never admit (integer)."),
+    ("shadow_denied", "Admitted checks that a shadow-mode limit would have refused; a part of allowed (integer)."),
+    (
+        "degraded",
+        "Checks decided without Redis, by the limits' failure policies; each is also counted in allowed or "
+        "denied, so this is the part of them decided while Redis was away (integer).",
+    ),
+    (
+        "rule_denied",
+        "Checks refused by an access rule (a deny rule, or an inactive customer); not counted in denied (integer).",
+    ),
+    (
+        "unavailable",
+        "Checks refused with 503 because a limit's failure policy is `closed` and Redis was away; not counted "
+        "in denied (integer). Every check is counted once in allowed, denied, rule_denied or unavailable.",
+    ),
     (
         "costs",
         'Admitted cost per unit, e.g. {"records": 4000, "requests": 10}: a JSON object with sorted keys '
@@ -23,6 +37,8 @@ COLUMN_DOCS: tuple[tuple[str, str], ...] = (
     ),
 )
 COLUMNS: tuple[str, ...] = tuple(name for name, _ in COLUMN_DOCS)
+# The integer columns, in order: the formats write these as numbers.
+COUNT_COLUMNS: tuple[str, ...] = COLUMNS[3:-1]
 
 
 def bucket_text(row: UsageBucket) -> str:
@@ -43,5 +59,8 @@ def usage_row_dict(row: UsageBucket) -> dict[str, object]:
         "allowed": row.allowed,
         "denied": row.denied,
         "shadow_denied": row.shadow_denied,
+        "degraded": row.degraded,
+        "rule_denied": row.rule_denied,
+        "unavailable": row.unavailable,
         "costs": row.costs,
     }

@@ -16,14 +16,14 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
-from apps.reports.exports.columns import COLUMN_DOCS, COLUMNS, bucket_text, costs_text
+from apps.reports.exports.columns import COLUMN_DOCS, COLUMNS, COUNT_COLUMNS, bucket_text, costs_text
 from apps.usage.models import UsageBucket
 
 # Excel's row limit per sheet, the header row included.
 SHEET_ROWS = 1_048_576
 # Spreadsheets hold numbers as 64-bit floats: integers from here on would lose digits, so they are written as text.
 EXACT_INTEGER_LIMIT = 2**53
-COLUMN_WIDTHS = (24, 20, 27, 12, 12, 14, 40)
+COLUMN_WIDTHS = (24, 20, 27, 12, 12, 14, 12, 12, 12, 40)
 REPLACEMENT = "\ufffd"
 
 
@@ -56,9 +56,7 @@ def _values(sheet: WriteOnlyWorksheet, row: UsageBucket) -> list[object]:
         _text(sheet, row.customer),
         _text(sheet, row.operation),
         bucket_text(row),
-        _number(row.allowed),
-        _number(row.denied),
-        _number(row.shadow_denied),
+        *(_number(getattr(row, name)) for name in COUNT_COLUMNS),
         _text(sheet, costs_text(row.costs)),
     ]
 

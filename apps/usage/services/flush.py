@@ -23,8 +23,11 @@ from django.db import IntegrityError, transaction
 
 from apps.engine import Store
 from apps.engine.store.base import UsageRow
-from apps.usage.models import FlushedMinute, UsageBucket, UsageMinute
+from apps.usage.models import FlushedMinute, UsageMinute
+from apps.usage.services.minutes import COUNTERS, add_into, usage_minutes_add
 from apps.usage.services.records import counter_records_add, merged_records
+
+__all__ = ["COUNTERS", "FlushReport", "add_into", "minute_start", "usage_flush"]  # COUNTERS, add_into: minutes.py
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +37,6 @@ MINUTE_MS = 60_000
 # time). A count written into a minute after its flush would be discarded with it, so the margin must
 # exceed any skew between the two clocks.
 SAFETY_MARGIN_MINUTES = 1
-COUNTERS = ("allowed", "denied", "shadow_denied")
 
 Checkpoint = Callable[[str, int], None]
 
@@ -111,28 +113,10 @@ def _flush_minute(store: Store, minute: int, checkpoint: Checkpoint) -> tuple[st
 def _add_rows(bucket: dt.datetime, rows: Iterable[UsageRow]) -> None:
     """Add `rows` into the minute's UsageMinute rows (inside the caller's transaction).
 
-    The sums are made here, over the rows read FOR UPDATE, and upserted: exact, because the minute's
-    claim keeps every other flush out, and the same on PostgreSQL and SQLite (the embedded default).
+    Additive per row in the database (minutes.py): the minute's claim keeps every other flush out, but the
+    decisions made without the store (decisions.py) may add into the same rows at the same time.
     """
-    merged: dict[tuple[str, str], UsageMinute] = {}
-    for row in rows:
-        incoming = _model_of(bucket, row)
-        held = merged.setdefault((row.customer, row.operation), incoming)
-        if held is not incoming:
-            add_into(held, incoming)
-    if not merged:
-        return
-    for found in UsageMinute.objects.select_for_update().filter(bucket=bucket):
-        target = merged.get((found.customer, found.operation))
-        if target is not None:
-            add_into(target, found)
-    UsageMinute.objects.bulk_create(
-        merged.values(),
-        update_conflicts=True,
-        unique_fields=["customer", "operation", "bucket"],
-        update_fields=[*COUNTERS, "costs"],
-        batch_size=1000,
-    )
+    usage_minutes_add(rows=[_model_of(bucket, row) for row in rows])
 
 
 def _model_of(bucket: dt.datetime, row: UsageRow) -> UsageMinute:
@@ -145,13 +129,3 @@ def _model_of(bucket: dt.datetime, row: UsageRow) -> UsageMinute:
         shadow_denied=row.shadow_denied,
         costs=dict(row.costs),
     )
-
-
-def add_into(target: UsageBucket, source: UsageBucket) -> None:
-    """target += source: the counters, and the costs unit by unit."""
-    for name in COUNTERS:
-        setattr(target, name, getattr(target, name) + getattr(source, name))
-    costs = dict(target.costs)
-    for unit, amount in source.costs.items():
-        costs[unit] = costs.get(unit, 0) + amount
-    target.costs = costs

@@ -15,7 +15,7 @@ from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from apps.engine.keys import USAGE_TTL_MS
-from apps.usage.models import CounterRecord, FlushedMinute, UsageBucket, UsageDay, UsageHour, UsageMinute
+from apps.usage.models import CounterRecord, FlushedMinute, RollupMark, UsageBucket, UsageDay, UsageHour, UsageMinute
 from apps.usage.services.flush import MINUTE_MS, minute_start
 
 # A minute can still be flushed this long after it happened (the store keeps usage for USAGE_TTL_MS).
@@ -40,11 +40,13 @@ def usage_purge(*, now: dt.datetime | None = None) -> dict[str, int]:
 
 def _usage_kept_from(now: dt.datetime) -> dt.datetime:
     """No usage row from this instant on is purged: the late-flush horizon, and the UTC day of the
-    oldest minute not yet rolled up (its hour and day are recomputed from what lies below them)."""
+    oldest minute not yet rolled up, flushed or marked (its hour and day are recomputed from what lies below them)."""
     kept = now - LATE_FLUSH_HORIZON
-    oldest = FlushedMinute.objects.filter(rolled_up=False).order_by("minute").values_list("minute", flat=True).first()
-    if oldest is not None:
-        kept = min(kept, minute_start(oldest).replace(hour=0, minute=0))
+    claimed = FlushedMinute.objects.filter(rolled_up=False).order_by("minute").values_list("minute", flat=True)
+    marked = RollupMark.objects.order_by("minute").values_list("minute", flat=True)
+    for oldest in (claimed.first(), marked.first()):
+        if oldest is not None:
+            kept = min(kept, minute_start(oldest).replace(hour=0, minute=0))
     return kept
 
 

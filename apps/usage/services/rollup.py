@@ -5,6 +5,9 @@ hour and the day the minute falls in. Recomputing replaces: an hour's rows are r
 minute rows and a day's from all of its hour rows, so running twice changes nothing, and a minute
 flushed late (after its hour was rolled up) is folded in by recomputing that hour again. The current,
 partial hour and day are recomputed too, so hour and day rows trail the minutes by one rollup interval.
+A minute written by the decisions made without the counter store (decisions.py) has a RollupMark instead
+of (or besides) a claim; the rollup recomputes its hour and day the same way, then deletes the mark unless
+a write came in meanwhile and bumped its version, so that write is folded in by the next run.
 
 Two rollups never interleave: each holds a transaction-scoped lock (a PostgreSQL advisory lock; SQLite
 admits one writer at a time anyway). Without it a rollup that read the minutes before a late flush
@@ -19,12 +22,13 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from apps.usage.models import FlushedMinute, UsageBucket, UsageDay, UsageHour, UsageMinute
-from apps.usage.services.flush import add_into, minute_start
+from apps.usage.models import FlushedMinute, RollupMark, UsageBucket, UsageDay, UsageHour, UsageMinute
+from apps.usage.services.flush import minute_start
+from apps.usage.services.minutes import add_into
 
 logger = logging.getLogger(__name__)
 
-# Claims handled per run: a backlog (after an outage) is worked through over several runs.
+# Claims (and as many marks) handled per run: a backlog (after an outage) is worked through over several runs.
 ROLLUP_BATCH_MINUTES = 10_000
 # Any constant works; it only has to differ from other advisory locks taken on the same database.
 ROLLUP_LOCK_ID = 0x7573_6167  # "usag"
@@ -39,12 +43,13 @@ class RollupReport:
     hours: int = 0
     days: int = 0
     pending: int = 0
+    marked: int = 0  # minutes written without the store (RollupMark), besides the flushed ones
 
     @property
     def summary(self) -> str:
         return (
-            f"rolled up {self.minutes} flushed minutes into {self.hours} hours and {self.days} days;"
-            f" {self.pending} minutes left for the next run"
+            f"rolled up {self.minutes} flushed minutes and {self.marked} written without the store into"
+            f" {self.hours} hours and {self.days} days; {self.pending} minutes left for the next run"
         )
 
 
@@ -53,7 +58,8 @@ def usage_rollup(*, batch_minutes: int = ROLLUP_BATCH_MINUTES) -> RollupReport:
     _lock()
     claims = FlushedMinute.objects.filter(rolled_up=False).order_by("minute")
     minutes = list(claims.values_list("minute", flat=True)[:batch_minutes])
-    hours = sorted({minute_start(minute).replace(minute=0) for minute in minutes})
+    marks = dict(RollupMark.objects.order_by("minute").values_list("minute", "version")[:batch_minutes])
+    hours = sorted({minute_start(minute).replace(minute=0) for minute in [*minutes, *marks]})
     for hour in hours:
         _recompute(UsageHour, UsageMinute, hour, hour + HOUR)
     days = sorted({hour.replace(hour=0) for hour in hours})
@@ -61,9 +67,23 @@ def usage_rollup(*, batch_minutes: int = ROLLUP_BATCH_MINUTES) -> RollupReport:
         _recompute(UsageDay, UsageHour, day, day + DAY)
     for start in range(0, len(minutes), UPDATE_CHUNK):
         FlushedMinute.objects.filter(minute__in=minutes[start : start + UPDATE_CHUNK]).update(rolled_up=True)
-    report = RollupReport(minutes=len(minutes), hours=len(hours), days=len(days), pending=claims.count())
+    _marks_delete(marks)
+    pending = claims.count() + RollupMark.objects.count()
+    report = RollupReport(minutes=len(minutes), hours=len(hours), days=len(days), pending=pending, marked=len(marks))
     logger.info("usage rollup: %s", report.summary)
     return report
+
+
+def _marks_delete(read: dict[int, int]) -> None:
+    """Delete the marks rolled up, those still at the version read before recomputing (minute -> version).
+
+    They are locked in minute order first, as the writers lock them, so the two never deadlock.
+    """
+    minutes = list(read)
+    for start in range(0, len(minutes), UPDATE_CHUNK):
+        found = RollupMark.objects.select_for_update().filter(minute__in=minutes[start : start + UPDATE_CHUNK])
+        locked = found.order_by("minute").values_list("pk", "minute", "version")
+        RollupMark.objects.filter(pk__in=[pk for pk, minute, version in locked if version == read[minute]]).delete()
 
 
 def _lock() -> None:

@@ -11,6 +11,7 @@ from apps.reports import apis
 from tests.api_fixtures import client_with
 from tests.apikeys.factories import ServiceFactory
 from tests.limits.factories import OperationFactory
+from tests.reports.usage_set import HEADER
 from tests.usage.factories import UsageDayFactory, UsageHourFactory, UsageMinuteFactory
 
 pytestmark = pytest.mark.django_db
@@ -34,7 +35,16 @@ def seen(response):
 def hours(db):
     """Three hourly rows on 2026-03-04 and one the day after."""
     UsageHourFactory(customer="acct-2", operation="PutRecords", bucket=T)
-    UsageHourFactory(customer="acct-1", operation="PutRecords", bucket=T + HOUR, allowed=7, costs={"records": 70})
+    UsageHourFactory(
+        customer="acct-1",
+        operation="PutRecords",
+        bucket=T + HOUR,
+        allowed=7,
+        degraded=3,
+        rule_denied=4,
+        unavailable=5,
+        costs={"records": 70},
+    )
     UsageHourFactory(customer="acct-1", operation="GetRecords", bucket=T + HOUR)
     UsageHourFactory(customer="acct-1", operation="PutRecords", bucket=T + 24 * HOUR)
 
@@ -62,8 +72,21 @@ def test_a_service_key_reads_every_customers_rows_in_bucket_customer_operation_o
         "allowed": 7,
         "denied": 2,
         "shadow_denied": 0,
+        "degraded": 3,
+        "rule_denied": 4,
+        "unavailable": 5,
         "costs": {"records": 70},
     }
+
+
+def test_the_schema_documents_every_counter_of_a_row(client, db) -> None:
+    schema = client.get("/api/schema/", {"format": "json"}).json()
+
+    fields = schema["components"]["schemas"]["UsageRow"]["properties"]
+    assert list(fields) == list(HEADER)
+    assert "without Redis" in fields["degraded"]["description"]
+    assert "access rule" in fields["rule_denied"]["description"]
+    assert "503" in fields["unavailable"]["description"]
 
 
 @pytest.mark.parametrize(
@@ -197,8 +220,19 @@ def test_csv_has_a_header_and_one_line_per_row_with_costs_as_one_json_column(api
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert 'filename="usage-hour-20260304T000000Z-20260305T000000Z.csv"' in response["Content-Disposition"]
     lines = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert lines[0] == ["customer", "operation", "bucket", "allowed", "denied", "shadow_denied", "costs"]
-    assert lines[3] == ["acct-1", "PutRecords", "2026-03-04T11:00:00+00:00", "7", "2", "0", '{"records":70}']
+    assert lines[0] == list(HEADER)
+    assert lines[3] == [
+        "acct-1",
+        "PutRecords",
+        "2026-03-04T11:00:00+00:00",
+        "7",
+        "2",
+        "0",
+        "3",
+        "4",
+        "5",
+        '{"records":70}',
+    ]
     assert len(lines) == 4
 
 

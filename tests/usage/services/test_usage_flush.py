@@ -104,7 +104,15 @@ def test_a_second_flush_finds_nothing_to_add(engine, clock, two_minutes_of_usage
 def test_a_flush_adds_to_a_row_already_there_counters_and_costs_unit_by_unit(engine, clock) -> None:
     bucket = minute_of(clock.now_ms())
     UsageMinuteFactory(
-        customer="acct-1", bucket=bucket, allowed=4, denied=1, shadow_denied=2, costs={"records": 100, "bytes": 7}
+        customer="acct-1",
+        bucket=bucket,
+        allowed=4,
+        denied=1,
+        shadow_denied=2,
+        degraded=3,
+        rule_denied=4,
+        unavailable=5,
+        costs={"records": 100, "bytes": 7},
     )
     spend(engine, costs={"records": 5})
     clock.advance(2 * MINUTE_MS)
@@ -112,6 +120,8 @@ def test_a_flush_adds_to_a_row_already_there_counters_and_costs_unit_by_unit(eng
     usage_flush(store=engine, now_ms=clock.now_ms())
 
     assert totals() == [("acct-1", "PutRecords", bucket, 5, 1, 2, {"records": 105, "bytes": 7, "requests": 1})]
+    row = UsageMinute.objects.get()
+    assert (row.degraded, row.rule_denied, row.unavailable) == (3, 4, 5), "counts the store does not keep stay"
 
 
 @pytest.mark.django_db

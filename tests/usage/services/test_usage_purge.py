@@ -4,12 +4,13 @@ import datetime as dt
 
 import pytest
 
-from apps.usage.models import FlushedMinute, UsageDay, UsageHour, UsageMinute
+from apps.usage.models import FlushedMinute, RollupMark, UsageDay, UsageHour, UsageMinute
 from apps.usage.services import usage_purge
 from tests.usage.factories import (
     FlushedMinuteFactory,
     UsageDayFactory,
     UsageHourFactory,
+    UsageMinuteFactory,
     flushed,
     minute_number,
 )
@@ -69,6 +70,16 @@ def test_minutes_not_yet_rolled_up_stay_with_the_rest_of_their_day_whatever_thei
 
     assert report["minutes"] == 1
     assert buckets(UsageMinute) == [same_day.bucket, pending.bucket]
+
+
+def test_minutes_written_without_redis_and_not_yet_rolled_up_stay_with_the_rest_of_their_day() -> None:
+    marked = UsageMinuteFactory(bucket=NOW - 20 * DAYS + dt.timedelta(hours=5))
+    RollupMark.objects.create(minute=minute_number(marked.bucket))
+    same_day = rolled_up_minute(NOW - 20 * DAYS + dt.timedelta(hours=1))
+    rolled_up_minute(NOW - 21 * DAYS)
+
+    assert usage_purge(now=NOW)["minutes"] == 1
+    assert buckets(UsageMinute) == [same_day.bucket, marked.bucket]
 
 
 def test_a_short_retention_never_purges_what_a_late_flush_may_still_recompute(settings) -> None:

@@ -7,10 +7,11 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from apps.usage.models import FlushedMinute, UsageDay, UsageHour
-from apps.usage.services import usage_rollup
+from apps.engine import ManualClock, MemoryStore
+from apps.usage.models import FlushedMinute, RollupMark, UsageDay, UsageHour
+from apps.usage.services import DecisionCounts, usage_decisions_add, usage_flush, usage_rollup
 from apps.usage.services.rollup import ROLLUP_LOCK_ID, RollupReport, _lock
-from tests.usage.factories import flushed
+from tests.usage.factories import flushed, minute_number, spend
 
 pytestmark = pytest.mark.django_db
 
@@ -115,3 +116,72 @@ def test_a_second_rollup_waits_until_the_first_has_committed(a_morning) -> None:
     thread.join(timeout=10)
 
     assert [report.minutes for report in reports] == [3]
+
+
+def counters(model) -> list[tuple]:
+    found = model.objects.order_by("bucket", "customer", "operation")
+    return [
+        (r.customer, r.bucket, r.allowed, r.denied, r.degraded, r.rule_denied, r.unavailable, r.costs) for r in found
+    ]
+
+
+def test_every_counter_rolls_up_the_degraded_rule_denied_and_unavailable_ones_too() -> None:
+    flushed(T, customer="acct-1", allowed=1, denied=1, degraded=2, rule_denied=3, unavailable=4, costs={"r": 1})
+    flushed(
+        T + dt.timedelta(minutes=5), customer="acct-1", allowed=0, denied=0, degraded=1, rule_denied=1, unavailable=1,
+        costs={},
+    )  # fmt: skip
+
+    usage_rollup()
+
+    assert counters(UsageHour) == [("acct-1", T, 1, 1, 3, 4, 5, {"r": 1})]
+    assert counters(UsageDay) == [("acct-1", T.replace(hour=0), 1, 1, 3, 4, 5, {"r": 1})]
+
+
+def test_decisions_written_into_a_minute_already_rolled_up_reach_its_hour_and_day_at_the_next_rollup(a_morning) -> None:
+    usage_rollup()
+
+    usage_decisions_add(
+        rows=[
+            DecisionCounts("acct-1", "PutRecords", minute_number(T + dt.timedelta(minutes=1)), allowed=2, degraded=2,
+                           costs={"records": 7}),
+            DecisionCounts("acct-1", "PutRecords", minute_number(T + dt.timedelta(minutes=1)), rule_denied=3),
+            DecisionCounts("acct-2", "GetRecords", minute_number(T + dt.timedelta(hours=1)), unavailable=4),
+        ]
+    )  # fmt: skip
+    report = usage_rollup()
+
+    assert (report.minutes, report.marked, report.hours, report.days, report.pending) == (0, 2, 2, 1, 0)
+    hour = UsageHour.objects.get(customer="acct-1", operation="PutRecords", bucket=T)
+    assert (hour.allowed, hour.denied, hour.degraded, hour.rule_denied, hour.costs) == (
+        7, 1, 2, 3, {"records": 37, "bytes": 9}
+    )  # fmt: skip
+    assert UsageHour.objects.get(customer="acct-2", bucket=T + dt.timedelta(hours=1)).unavailable == 4
+    day = UsageDay.objects.get(customer="acct-1", operation="PutRecords")
+    assert (day.allowed, day.denied, day.degraded, day.rule_denied, day.costs) == (
+        11,
+        5,
+        2,
+        3,
+        {"records": 38, "bytes": 9},
+    )
+    assert UsageDay.objects.get(customer="acct-2", operation="GetRecords").unavailable == 4
+    assert not RollupMark.objects.exists()
+    assert usage_rollup() == RollupReport()
+
+
+def test_a_minute_no_check_reached_redis_in_is_rolled_up_and_a_later_flush_of_it_still_adds() -> None:
+    usage_decisions_add(rows=[DecisionCounts("acct-1", "PutRecords", minute_number(T), denied=3, degraded=3)])
+
+    assert usage_rollup().marked == 1
+    assert UsageHour.objects.values_list("denied", "degraded").get() == (3, 3)
+
+    # Redis comes back within the minute; the store's usage of it is flushed as usual, not discarded.
+    clock = ManualClock(start_ms=minute_number(T) * 60_000)
+    store = MemoryStore(clock=clock)
+    spend(store, customer="acct-1", costs={"records": 5})
+    assert usage_flush(store=store, now_ms=clock.now_ms() + 180_000).minutes == 1
+    usage_rollup()
+
+    hour = UsageHour.objects.get()
+    assert (hour.allowed, hour.denied, hour.degraded, hour.costs) == (1, 3, 3, {"records": 5, "requests": 1})
