@@ -164,8 +164,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = True
 AXES_LOCKOUT_CALLABLE = "apps.accounts.lockout.lockout_response"
 AXES_VERBOSE = False
-# Proxies in front of the app that append the client to X-Forwarded-For (0: use the TCP peer address).
-# Lockouts count per client address: without this, behind a proxy every client shares the proxy's.
+# Proxies that append the client to X-Forwarded-For (0: the TCP peer), so lockouts count per real client.
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 AXES_CLIENT_IP_CALLABLE = "apps.accounts.client_ip.client_ip_address"
 
@@ -261,9 +260,10 @@ QUOTA_RETENTION_HOUR_DAYS = env.int("QUOTA_RETENTION_HOUR_DAYS", default=400)
 QUOTA_RETENTION_DAY_DAYS = env.int("QUOTA_RETENTION_DAY_DAYS", default=0)
 # Days counter records are kept: a limit whose records must reach further back is not durable.
 QUOTA_COUNTER_RECORD_DAYS = env.int("QUOTA_COUNTER_RECORD_DAYS", default=35)
-# Seconds between background writes of bookkeeping kept in memory meanwhile (API keys' last use,
-# customers first seen in checks); 0 = only on demand.
+# Seconds between background writes of bookkeeping (API keys' last use, new customers); 0 = on demand.
 QUOTA_BOOKKEEPING_FLUSH_S = env.float("QUOTA_BOOKKEEPING_FLUSH_S", default=30.0)
+# Seconds between writes of the decisions made without Redis (access rules, failure policies) to usage.
+QUOTA_LEDGER_FLUSH_S = env.float("QUOTA_LEDGER_FLUSH_S", default=5.0)
 # How often each worker checks whether the configuration changed (seconds; 0 = never, tests only).
 QUOTA_SNAPSHOT_POLL_S = env.float("QUOTA_SNAPSHOT_POLL_S", default=0.5)
 # Where workers keep the last-known-good config snapshot (an empty QUOTA_SNAPSHOT_PATH= means the default).

@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 from apps.apikeys.services import api_key_create
 from apps.enforcement import authentication
 from apps.enforcement.authentication import BadKeyGuard
+from apps.enforcement.ledger import decision_ledger
 from apps.enforcement.store import engine_store_use
 from apps.engine import ManualClock
 from apps.engine.store.redis import RedisStore
@@ -18,6 +19,14 @@ from tests.customers.factories import CustomerFactory
 def _forgive_bad_keys(monkeypatch):
     """Each test starts with no address being slowed down for bad keys."""
     monkeypatch.setattr(authentication, "bad_key_guard", BadKeyGuard())
+
+
+@pytest.fixture(autouse=True)
+def _empty_decision_ledger():
+    """Each test starts with no decisions of earlier tests waiting to be written."""
+    decision_ledger.discard()
+    yield
+    decision_ledger.discard()
 
 
 @pytest.fixture

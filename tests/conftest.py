@@ -23,6 +23,7 @@ def _test_settings(settings) -> None:  # type: ignore[no-untyped-def]
     # Refused requests are what many tests are about; Django's per-request warning is only noise here.
     logging.getLogger("django.request").setLevel(logging.ERROR)
     settings.QUOTA_BOOKKEEPING_FLUSH_S = 0
+    settings.QUOTA_LEDGER_FLUSH_S = 0
     settings.QUOTA_HEARTBEAT_S = 0
 
 

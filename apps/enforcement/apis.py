@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from apps.common import metrics
 from apps.common.exceptions import InvalidInput, PayloadTooLarge
 from apps.common.negotiation import JsonOnlyNegotiation
-from apps.enforcement import serializers
+from apps.enforcement import heartbeat, serializers
 from apps.enforcement.authentication import ApiKeyAuthentication, request_principal
 from apps.enforcement.authz import authz_evaluate, forwarded_request
 from apps.enforcement.headers import ratelimit_headers, retry_after_header
@@ -91,6 +91,11 @@ class ServiceApi(APIView):
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsAuthenticated]
     content_negotiation_class: type[BaseContentNegotiation] = JsonOnlyNegotiation
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # Every API process counts in the heartbeats the `local` failure policy divides limits by.
+        heartbeat.heartbeat_start()
+        super().initial(request, *args, **kwargs)
 
 
 class CheckApi(ServiceApi):

@@ -60,7 +60,7 @@ def lease_acquire(*, principal: ApiPrincipal, item: CheckItem, ttl_s: int | None
     resolved = check_resolve(principal, item, snapshot)
     if resolved.resolution.action is not None:
         # An allow rule bypasses limits: nothing to hold, so no lease id; a deny rule refuses.
-        return LeaseOutcome(outcome_of_rule(resolved.resolution), None, None)
+        return LeaseOutcome(outcome_of_rule(resolved), None, None)
     slot, others = _slot_and_others(resolved.resolution.limits, item.operation)
     ttl, item = _lease_ttl(ttl_s, slot), resolved.item
 

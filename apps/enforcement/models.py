@@ -42,3 +42,14 @@ class InstanceHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.instance} seen {self.seen_at:%H:%M:%S}"
+
+
+class RebuildPending(models.Model):
+    """A counter spent on outside Redis (the `database` or `local` policy while Redis was away): Redis's copy
+    lacks that spending, so it is deleted there and rebuilt from its records once Redis answers again."""
+
+    counter = models.TextField(unique=True, help_text="The counter key without the store prefix.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"rebuild {self.counter}"

@@ -16,7 +16,8 @@ from django.conf import settings
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.background import BackgroundRecorder
 from apps.customers.services import customers_record_seen
-from apps.enforcement.fallback import FallbackDecision, fallback_check
+from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
+from apps.enforcement.ledger import decision_counts, decision_ledger
 from apps.enforcement.specs import limit_spec_of, window_seconds
 from apps.enforcement.store import engine_call
 from apps.engine import BatchMode, CheckItem, Decision, LimitResult, LimitSpec
@@ -64,8 +65,14 @@ def check_resolve(principal: ApiPrincipal, item: CheckItem, snapshot: Snapshot) 
     return Resolved(item, resolution)
 
 
-def outcome_of_rule(resolution: Resolution) -> CheckOutcome:
-    allowed = resolution.action == RuleAction.ALLOW
+def outcome_of_rule(resolved: Resolved) -> CheckOutcome:
+    """An access rule decided: no limit was asked, and Redis never sees the check, so it is counted here."""
+    allowed = resolved.resolution.action == RuleAction.ALLOW
+    if not resolved.item.dry_run:
+        counts = decision_counts(
+            resolved.item, "allowed" if allowed else "rule_denied", degraded=False, now_ms=_now_ms()
+        )
+        decision_ledger.add(counts)
     return CheckOutcome(allowed, OK if allowed else DENIED, 0 if allowed else None, (), {})
 
 
@@ -96,7 +103,7 @@ def check_evaluate(*, principal: ApiPrincipal, item: CheckItem, snapshot: Snapsh
     principal.authorize(item.customer, item.operation)
     resolved = check_resolve(principal, item, snapshot)
     if resolved.resolution.action is not None:
-        return outcome_of_rule(resolved.resolution)
+        return outcome_of_rule(resolved)
     return decide(resolved.item, resolved.counted)
 
 
@@ -107,9 +114,9 @@ def check_batch_evaluate(
     for item in items:
         principal.authorize(item.customer, item.operation)
     resolved = [check_resolve(principal, item, snapshot) for item in items]
-    ruled = {index: outcome_of_rule(r.resolution) for index, r in enumerate(resolved) if r.resolution.action}
-    if mode == "atomic" and any(not outcome.allowed for outcome in ruled.values()):
-        return [_refused_by_rule(ruled.get(index)) for index in range(len(items))]
+    if mode == "atomic" and any(r.resolution.action == RuleAction.DENY for r in resolved):
+        return [_refused_by_rule(r) for r in resolved]
+    ruled = {index: outcome_of_rule(r) for index, r in enumerate(resolved) if r.resolution.action}
     pending = [resolved[index] for index in range(len(items)) if index not in ruled]
     decided = iter(_decide_batch(pending, mode))
     return [ruled[index] if index in ruled else next(decided) for index in range(len(items))]
@@ -126,18 +133,16 @@ def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome
     return [outcome_of_decision(d, check.counted) for d, check in zip(decisions, pending, strict=True)]
 
 
-def _degraded_batch(pending: list[Resolved], mode: BatchMode) -> list[FallbackDecision]:
-    """Each item by its limits' policies, in order. An atomic batch admits all or none, but in-process
-    (`local`) slots taken by items before a refused one are not given back."""
-    decisions = [fallback_check(check.item, check.counted) for check in pending]
-    if mode == "atomic" and not all(decision.allowed for decision in decisions):
-        return [dataclasses.replace(d, allowed=False, retry_after_ms=None) for d in decisions]
-    return decisions
+def _degraded_batch(pending: list[Resolved], mode: str) -> list[FallbackDecision]:
+    """Each item by its limits' policies; an atomic batch is counted all or none (fallback/decide.py)."""
+    return fallback_batch([(check.item, check.counted) for check in pending], atomic=mode == "atomic")
 
 
-def _refused_by_rule(outcome: CheckOutcome | None) -> CheckOutcome:
-    """An atomic batch with a denied item admits nothing; every item says DENIED."""
-    return outcome if outcome and not outcome.allowed else CheckOutcome(False, DENIED, None, (), {})
+def _refused_by_rule(resolved: Resolved) -> CheckOutcome:
+    """An atomic batch with an item an access rule denies admits nothing; every item says DENIED."""
+    if not resolved.item.dry_run:
+        decision_ledger.add(decision_counts(resolved.item, "rule_denied", degraded=False, now_ms=_now_ms()))
+    return CheckOutcome(False, DENIED, None, (), {})
 
 
 unknown_customers = BackgroundRecorder(

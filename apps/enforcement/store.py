@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from django.conf import settings
+from django.db import DatabaseError
 from redis.exceptions import RedisError
 
 from apps.common import metrics
@@ -82,6 +83,15 @@ def usage_flusher_start(store: Store, interval_s: float) -> PeriodicThread:
 
 
 redis_breaker = CircuitBreaker(failure_threshold=settings.QUOTA_BREAKER_FAILURES, open_s=settings.QUOTA_BREAKER_OPEN_S)
+# Set after a failed call or a decision that spent outside Redis: the next call that may try Redis first
+# rebuilds the counters spent on meanwhile (recovery.py). A plain flag: a lost race only reconciles twice.
+_reconcile_due = False
+
+
+def reconcile_due() -> None:
+    """Counters were (or may have been) spent on outside Redis: reconcile before the next call."""
+    global _reconcile_due
+    _reconcile_due = True
 
 
 def engine_call(call: Callable[[Store], T], *, fallback: Callable[[], F]) -> T | F:
@@ -92,6 +102,8 @@ def engine_call(call: Callable[[Store], T], *, fallback: Callable[[], F]) -> T |
     """
     if redis_breaker.allow():
         try:
+            if _reconcile_due:
+                _reconcile(engine_store())
             result = call(engine_store())
         except RedisError as error:
             _store_failed(error)
@@ -104,7 +116,20 @@ def engine_call(call: Callable[[Store], T], *, fallback: Callable[[], F]) -> T |
     return fallback()
 
 
+def _reconcile(store: Store) -> None:
+    global _reconcile_due
+    from apps.enforcement.recovery import counters_reconcile
+
+    _reconcile_due = False
+    try:
+        counters_reconcile(store=store)
+    except DatabaseError:
+        # PostgreSQL away: the counters stay pending, and the usage flush reconciles them once it is back.
+        logger.exception("Could not reconcile the counters spent on while Redis was away")
+
+
 def _store_failed(error: RedisError) -> None:
+    reconcile_due()
     redis_breaker.record_failure()
     metrics.redis_error_recorded(metrics.redis_error_kind(error))
     logger.warning("Redis failed (%s: %s); the caller's failure policy decides", type(error).__name__, error)

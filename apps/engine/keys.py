@@ -154,6 +154,14 @@ class KeyLayout:
             return (head + tails[0] + components,)
         return tuple(head + tail + components for tail in tails)
 
+    def keys_of_counter(self, counter: str) -> tuple[str, ...]:
+        """Every key of the counter named `counter` (a key without the prefix): a sliding log has its sum too."""
+        key = f"{self.prefix}:{counter}"
+        segment = f"}}:{ALGORITHM_CODES[SLIDING_LOG]}:"
+        if segment in key:
+            return key, key.replace(segment, f"}}:{ALGORITHM_CODES[SLIDING_LOG]}.s:", 1)
+        return (key,)
+
     def counter_id(self, key: str) -> str:
         """A counter key without this store's prefix: how the counter's records name it (durability.py)."""
         return key[len(self.prefix) + 1 :]

@@ -21,6 +21,8 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from apps.enforcement.fallback import fallback_purge
+from apps.enforcement.ledger import decision_ledger
+from apps.enforcement.recovery import counters_reconcile
 from apps.enforcement.store import engine_store
 from apps.limits.services import limits_purge_expired
 from apps.usage.services import usage_flush, usage_purge, usage_rollup
@@ -29,6 +31,9 @@ logger = logging.getLogger(__name__)
 
 
 def flush_usage() -> Any:
+    # Counters spent on outside Redis are rebuilt first, in case no request has reconciled them yet.
+    counters_reconcile(store=engine_store())
+    decision_ledger.flush()
     return usage_flush(store=engine_store())
 
 

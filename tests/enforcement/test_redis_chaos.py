@@ -23,6 +23,8 @@ from tests.servers import RedisServer
 from tests.support.live_server import LiveServer
 
 CHECKS_PER_PHASE = 40
+WORKERS = 2
+LOCAL_QUANTITY = 50  # per hour: more than a phase's checks, fewer than the two outage phases'
 TIMEOUT_BUDGET_MS = 50
 DAILY_QUOTA = 50
 USED_BEFORE_LOSS = 30
@@ -46,7 +48,7 @@ def check(server: LiveServer, key: str, operation: str) -> tuple[int, dict, floa
 def phase(server: LiveServer, key: str) -> dict[str, list[tuple[int, dict, float]]]:
     return {
         operation: [check(server, key, operation) for _ in range(CHECKS_PER_PHASE)]
-        for operation in ("Open", "Closed", "Counted")
+        for operation in ("Open", "Closed", "Counted", "Local")
     }
 
 
@@ -71,11 +73,15 @@ def test_redis_killed_then_paused_never_gives_a_5xx_and_each_policy_holds(key_pr
             name=name.lower(), operation=OperationFactory(name=name), quantity=1000, period_seconds=3600,
             on_store_failure=getattr(StoreFailurePolicy, policy), key_by=["customer"],
         )  # fmt: skip
+    LimitFactory(
+        name="local", operation=OperationFactory(name="Local"), quantity=LOCAL_QUANTITY, period_seconds=3600,
+        on_store_failure=StoreFailurePolicy.LOCAL, key_by=["customer"],
+    )  # fmt: skip
     key = api_key_create(service=ServiceFactory()).secret
     redis_server = RedisServer().start()
-    env = {"QUOTA_REDIS_TIMEOUT_MS": str(TIMEOUT_BUDGET_MS), "QUOTA_BREAKER_OPEN_S": "0.5"}
+    env = {"QUOTA_REDIS_TIMEOUT_MS": str(TIMEOUT_BUDGET_MS), "QUOTA_BREAKER_OPEN_S": "0.5", "QUOTA_HEARTBEAT_S": "1"}
     try:
-        with LiveServer(tmp_path, redis_url=redis_server.url, key_prefix=key_prefix, workers=2, **env) as server:
+        with LiveServer(tmp_path, redis_url=redis_server.url, key_prefix=key_prefix, workers=WORKERS, **env) as server:
             healthy = phase(server, key)
             redis_server.signal(signal.SIGKILL)
             redis_server.process.wait(timeout=10)
@@ -95,9 +101,14 @@ def test_redis_killed_then_paused_never_gives_a_5xx_and_each_policy_holds(key_pr
             status == 503 and body["error"]["code"] == "store_unavailable" for status, body, _ in results["Closed"]
         )
         assert all(status == 200 and body["degraded"] for status, body, _ in results["Counted"])
+        assert all(status in (200, 429) and body["degraded"] for status, body, _ in results["Local"])
         latencies = [ms for r in results.values() for _, _, ms in r]
         print(f"checks={len(latencies)} p50={statistics.median(latencies):.1f}ms p99={p99(latencies):.1f}ms")
         assert p99(latencies) < TIMEOUT_BUDGET_MS * 4, f"p99 {p99(latencies):.1f} ms while Redis was away"
+    # The local policy over the whole outage (two phases, the same hour): each worker admits its share,
+    # LOCAL_QUANTITY // WORKERS, so together at most the limit plus one instance's share.
+    local_admitted = sum(status == 200 for results in (dead, paused) for status, _, _ in results["Local"])
+    assert 0 < local_admitted <= LOCAL_QUANTITY + LOCAL_QUANTITY // WORKERS
 
 
 @pytest.mark.slow

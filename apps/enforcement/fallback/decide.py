@@ -1,43 +1,31 @@
-"""What a check gets when Redis cannot answer: each limit follows its `on_store_failure` policy.
+"""Deciding while Redis cannot answer: each limit follows its `on_store_failure` policy (see __init__.py).
 
-- open: admits (the limit is not counted while Redis is away).
-- closed: the whole check is refused with 503 `store_unavailable`.
-- database: counted in PostgreSQL in minute-aligned windows (a window of a minute, or the limit's own
-  period when longer; calendar limits keep their calendar window), with atomic conditional upserts.
-  Sub-minute rates are scaled to a minute, so bursts are not shaped while degraded.
-- local: enforced in this process against the limit divided by the number of live API instances
-  (instances heartbeat in PostgreSQL), so the overshoot across instances stays bounded.
-A request_id is honoured by the database policy: a retry returns the first decision, counted once.
-Time comes from this host's clock here: Redis, the usual source, is what is missing.
+A check (or an atomic batch) is decided in one transaction: the `database` policy's windows are counted,
+the `local` policy's shares checked, and only when every item is admitted are the local shares spent and the
+transaction committed; otherwise nothing is counted anywhere. The decisions reach the usage tables (degraded),
+what they spent reaches the counters' records, and each request id is remembered with the answer its caller
+got, in the same transaction when the `database` policy took part, else through the ledger.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import IntegrityError, connection, transaction
+from django.db import transaction
 
 from apps.common.exceptions import ApplicationError
-from apps.enforcement import heartbeat
-from apps.enforcement.models import FallbackCounter, FallbackRequest, InstanceHeartbeat
+from apps.enforcement.fallback.database import Refused, database_spend, fallback_layout, record_start
+from apps.enforcement.fallback.local import local_checks, local_decide
+from apps.enforcement.fallback.requests import request_remember, request_replayed
+from apps.enforcement.ledger import decision_counts, decision_ledger, decisions_write
+from apps.enforcement.recovery import Spending
 from apps.enforcement.specs import limit_spec_of
-from apps.engine import CheckItem, KeyLayout, LimitResult, LimitSpec, MemoryStore, window_bounds
+from apps.enforcement.store import reconcile_due
+from apps.engine import CheckItem, Decision, LimitResult
 from apps.limits.models import Mode, StoreFailurePolicy
 from apps.limits.snapshot import LimitConfig
-
-MINUTE_MS = 60_000
-fallback_layout = KeyLayout("fallback")  # keys of the database policy's windows (unblock.py reads them too)
-_local_store = MemoryStore(key_prefix="local")
-
-UPSERT_SQL = (
-    "INSERT INTO {table} (key, window_start, window_end, used) VALUES (%s, %s, %s, %s) "
-    "ON CONFLICT (key, window_start) DO UPDATE SET used = {table}.used + excluded.used "
-    "WHERE {table}.used + excluded.used <= %s RETURNING used"
-)
 
 
 class StoreUnavailable(ApplicationError):
@@ -45,15 +33,8 @@ class StoreUnavailable(ApplicationError):
     status_code = 503
 
 
-class _Refused(Exception):
-    """Rolls the database policy's transaction back when one of its limits refuses."""
-
-
-@dataclass(frozen=True)
-class Window:
-    start_ms: int
-    end_ms: int
-    quantity: int
+class _BatchRefused(Exception):
+    """Rolls an atomic batch's transaction back: args (index of the refused item, its decision)."""
 
 
 @dataclass(frozen=True)
@@ -63,130 +44,147 @@ class FallbackDecision:
     limits: tuple[LimitResult, ...]
 
 
-def database_window(limit: LimitConfig, timezone: str, now_ms: int) -> Window:
-    if limit.calendar_period:
-        bounds = window_bounds(now_ms, timezone, limit.calendar_period)
-        return Window(bounds[1], bounds[2], limit.quantity)
-    period_ms = (limit.period_s or 60) * 1000
-    if period_ms < MINUTE_MS:
-        start = now_ms - now_ms % MINUTE_MS
-        return Window(start, start + MINUTE_MS, limit.quantity * MINUTE_MS // period_ms)
-    start = now_ms - now_ms % period_ms
-    return Window(start, start + period_ms, limit.quantity)
+@dataclass
+class _Item:
+    """One check as the policies see it."""
 
-
-def local_spec(limit: LimitConfig, instances: int) -> LimitSpec:
-    """This instance's share of the limit: at least 1, so a tiny limit still admits somewhere."""
-    share = max(1, limit.quantity // instances)
-    burst = max(1, limit.burst // instances) if limit.burst else None
-    # In-process and for the outage only: nothing to record for a rebuild.
-    return dataclasses.replace(limit_spec_of(limit), quantity=share, burst=burst, durable=False)
-
-
-def _ms(value: int) -> dt.datetime:
-    return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)
-
-
-def _count_in_database(item: CheckItem, limit: LimitConfig, now_ms: int) -> LimitResult:
-    window = database_window(limit, item.timezone, now_ms)
-    key = fallback_layout.counter_keys(limit_spec_of(limit), item)[0]
-    cost = item.cost_of(limit.unit)
-    table = connection.ops.quote_name(FallbackCounter._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            UPSERT_SQL.format(table=table), [key, _ms(window.start_ms), _ms(window.end_ms), cost, window.quantity]
-        )
-        row = cursor.fetchone()
-    over = row is None or cost > window.quantity
-    used = row[0] if row else window.quantity
-    result = LimitResult(
-        limit.name, limit.algorithm, limit.unit, window.quantity, max(window.quantity - used, 0),
-        window.end_ms - now_ms, False, over,
-    )  # fmt: skip
-    if over:
-        raise _Refused(result, cost > window.quantity)
-    return result
-
-
-def _replayed(item: CheckItem) -> bool | None:
-    if not item.request_id:
-        return None
-    found = FallbackRequest.objects.filter(customer=item.customer, request_id=item.request_id).first()
-    return found.allowed if found else None
-
-
-def _remember(item: CheckItem, allowed: bool) -> None:
-    if item.request_id:
-        try:
-            with transaction.atomic():
-                FallbackRequest.objects.create(customer=item.customer, request_id=item.request_id, allowed=allowed)
-        except IntegrityError:
-            pass  # a concurrent retry recorded it first; its decision stands
+    item: CheckItem
+    database: list[LimitConfig]
+    local: list[LimitConfig]
+    opened: list[LimitConfig]
 
 
 def fallback_check(item: CheckItem, limits: Sequence[LimitConfig], *, now_ms: int | None = None) -> FallbackDecision:
-    """Decide without Redis. Raises StoreUnavailable when an enforced limit's policy is `closed`."""
+    """Decide one check without Redis. Raises StoreUnavailable when an enforced limit's policy is `closed`."""
+    return fallback_batch([(item, limits)], atomic=False, now_ms=now_ms)[0]
+
+
+def fallback_batch(
+    checks: Sequence[tuple[CheckItem, Sequence[LimitConfig]]], *, atomic: bool, now_ms: int | None = None
+) -> list[FallbackDecision]:
+    """Decide checks without Redis, each on its own or all or none (`atomic`). Raises StoreUnavailable."""
     now_ms = now_ms if now_ms is not None else time.time_ns() // 1_000_000
+    items = [_by_policy(item, limits, now_ms) for item, limits in checks]
+    replays = {index: request_replayed(it.item) for index, it in enumerate(items)}
+    fresh = [index for index, replay in replays.items() if replay is None]
+    decided = _decide_atomic(items, fresh, now_ms) if atomic else _decide_each(items, fresh, now_ms)
+    return [decided[index] if index in decided else _replay(replays[index]) for index in range(len(items))]
+
+
+def _by_policy(item: CheckItem, limits: Sequence[LimitConfig], now_ms: int) -> _Item:
     enforced = [limit for limit in limits if limit.mode == Mode.ENFORCE]
     closed = [limit.name for limit in enforced if limit.on_store_failure == StoreFailurePolicy.CLOSED]
     if closed:
+        if not item.dry_run:
+            decision_ledger.add(decision_counts(item, "unavailable", degraded=False, now_ms=now_ms))
         raise StoreUnavailable(
             f"The counter store is unreachable and limit {closed[0]} refuses to decide without it; retry shortly."
         )
-    replay = _replayed(item)
-    if replay is not None:
-        return FallbackDecision(replay, 0 if replay else None, ())
-    by_policy = {
-        policy: [limit for limit in enforced if limit.on_store_failure == policy] for policy in StoreFailurePolicy
-    }
-    decision = _decide(item, by_policy, now_ms)
-    _remember(item, decision.allowed)
-    return decision
+    policy = {p: [limit for limit in enforced if limit.on_store_failure == p] for p in StoreFailurePolicy}
+    database = [] if item.dry_run else policy[StoreFailurePolicy.DATABASE]
+    # A dry run reads nothing it would have to write: its database-counted limits are reported as unknown.
+    opened = policy[StoreFailurePolicy.OPEN] + (policy[StoreFailurePolicy.DATABASE] if item.dry_run else [])
+    return _Item(item, database, policy[StoreFailurePolicy.LOCAL], opened)
 
 
-def _decide(item: CheckItem, by_policy: dict[StoreFailurePolicy, list[LimitConfig]], now_ms: int) -> FallbackDecision:
-    opened = [_unknown(limit) for limit in by_policy[StoreFailurePolicy.OPEN]]
-    local_specs = [local_spec(limit, heartbeat.live_instances()) for limit in by_policy[StoreFailurePolicy.LOCAL]]
-    local = _local_store.check(_dry(item), local_specs) if local_specs else None
-    if local is not None and not local.allowed:
-        return FallbackDecision(False, local.retry_after_ms, (*local.limits, *opened))
-    database = by_policy[StoreFailurePolicy.DATABASE]
-    if item.dry_run:
-        # A dry run reads nothing it would have to write: database-counted limits are reported as unknown.
-        opened += [_unknown(limit) for limit in database]
-        database = []
+def _decide_each(items: list[_Item], indexes: list[int], now_ms: int) -> dict[int, FallbackDecision]:
+    return {index: _decide_atomic(items, [index], now_ms)[index] for index in indexes}
+
+
+def _decide_atomic(items: list[_Item], indexes: list[int], now_ms: int) -> dict[int, FallbackDecision]:
+    """Decide items[indexes] all or none: admitted together, or every one refused and nothing counted."""
+    if not indexes:
+        return {}
+    chosen = [items[index] for index in indexes]
     try:
         with transaction.atomic():
-            counted = [_count_in_database(item, limit, now_ms) for limit in database]
-    except _Refused as refused:
+            decisions, spending = _admit_all(chosen, now_ms)
+            _record(chosen, decisions, spending, now_ms, committed=True)
+    except _BatchRefused as refused:
+        position, decision = refused.args
+        decisions = [decision if n == position else _refused_with(decision) for n in range(len(chosen))]
+        _record(chosen, decisions, Spending(), now_ms, committed=False)
+    return dict(zip(indexes, decisions, strict=True))
+
+
+def _admit_all(chosen: list[_Item], now_ms: int) -> tuple[list[FallbackDecision], Spending]:
+    """Count every item (raising _BatchRefused at the first refusal), then spend the local shares."""
+    local = local_checks([(it.item, it.local) for it in chosen])
+    looked = local_decide(local, atomic=False, dry_run=True)
+    spending, counted = Spending(), []
+    for position, it in enumerate(chosen):
+        if not looked[position].allowed:
+            _refuse(position, looked[position], it)
+        counted.append(_database(it, position, now_ms, spending))
+    spent = local_decide(local, atomic=True, dry_run=False) if any(it.local for it in chosen) else looked
+    for position, decision in enumerate(spent):  # another thread may have taken the last local slot meanwhile
+        if not decision.allowed:
+            _refuse(position, decision, chosen[position])
+    _spend_local(chosen, spending, now_ms)
+    decisions = [
+        FallbackDecision(True, 0, (*results, *spent[n].limits, *_unknowns(it.opened)))
+        for n, (it, results) in enumerate(zip(chosen, counted, strict=True))
+    ]
+    return decisions, spending
+
+
+def _refuse(position: int, local: Decision, it: _Item) -> None:
+    """The local share of item `position` refused: the whole group is refused (raises _BatchRefused)."""
+    raise _BatchRefused(position, FallbackDecision(False, local.retry_after_ms, (*local.limits, *_unknowns(it.opened))))
+
+
+def _database(it: _Item, position: int, now_ms: int, spending: Spending) -> list[LimitResult]:
+    try:
+        return [database_spend(it.item, limit, now_ms, spending) for limit in it.database]
+    except Refused as refused:
         result, never = refused.args
-        return FallbackDecision(False, None if never else result.reset_ms, (result, *opened))
-    if local is not None and not item.dry_run:
-        local = _local_store.check(item, local_specs)
-    return FallbackDecision(True, 0, (*counted, *(local.limits if local else ()), *opened))
+        decision = FallbackDecision(False, None if never else result.reset_ms, (result, *_unknowns(it.opened)))
+        raise _BatchRefused(position, decision) from None
 
 
-def _dry(item: CheckItem) -> CheckItem:
-    return CheckItem(
-        customer=item.customer, operation=item.operation, resource=item.resource, attributes=item.attributes,
-        costs=item.costs, ip=item.ip, dry_run=True, timezone=item.timezone,
-    )  # fmt: skip
+def _spend_local(chosen: list[_Item], spending: Spending, now_ms: int) -> None:
+    """Record what the local shares spent on durable counters, as Redis would have (database.py)."""
+    for it in chosen:
+        for limit in [] if it.item.dry_run else it.local:
+            spec, cost = limit_spec_of(limit), it.item.cost_of(limit.unit)
+            if spec.durable and cost > 0:
+                counter = fallback_layout.counter_id(fallback_layout.counter_keys(spec, it.item)[0])
+                spending.add(counter, record_start(spec, it.item, now_ms), cost)
 
 
-def _unknown(limit: LimitConfig) -> LimitResult:
-    """An `open` limit while Redis is away: admitted, its remaining unknown (reported as full)."""
-    return LimitResult(limit.name, limit.algorithm, limit.unit, limit.quantity, limit.quantity, 0, False, False)
+def _record(
+    chosen: list[_Item], decisions: list[FallbackDecision], spending: Spending, now_ms: int, *, committed: bool
+) -> None:
+    """Usage, records and request ids of the decisions: in the open transaction when the database policy
+    counted (committed), else through the ledger and request ids of their own."""
+    rows = [
+        decision_counts(it.item, "allowed" if d.allowed else "denied", degraded=True, now_ms=now_ms)
+        for it, d in zip(chosen, decisions, strict=True)
+        if not it.item.dry_run
+    ]
+    for it, decision in zip(chosen, decisions, strict=True):
+        request_remember(it.item, decision.allowed)
+    if committed and any(it.database for it in chosen):
+        decisions_write(rows, spending)
+    else:
+        for n, row in enumerate(rows):
+            decision_ledger.add(row, spending if n == 0 else None)
+    if spending.records:
+        reconcile_due()
 
 
-REQUEST_ID_WINDOW = dt.timedelta(minutes=10)
-HEARTBEAT_KEEP = dt.timedelta(hours=1)
+def _refused_with(decision: FallbackDecision) -> FallbackDecision:
+    """Another item of an atomic batch refused: this one is refused too, and nothing of it was counted."""
+    return FallbackDecision(False, None, ())
 
 
-def fallback_purge(*, now: dt.datetime | None = None) -> dict[str, int]:
-    """Delete degraded-mode rows nobody needs any more: finished windows, request ids past their
-    10 minutes, and heartbeats of instances gone for an hour."""
-    now = now or dt.datetime.now(tz=dt.UTC)
-    counters, _ = FallbackCounter.objects.filter(window_end__lte=now).delete()
-    requests, _ = FallbackRequest.objects.filter(created_at__lte=now - REQUEST_ID_WINDOW).delete()
-    heartbeats, _ = InstanceHeartbeat.objects.filter(seen_at__lte=now - HEARTBEAT_KEEP).delete()
-    return {"fallback_counters": counters, "fallback_requests": requests, "heartbeats": heartbeats}
+def _replay(allowed: bool | None) -> FallbackDecision:
+    return FallbackDecision(bool(allowed), 0 if allowed else None, ())
+
+
+def _unknowns(limits: Sequence[LimitConfig]) -> tuple[LimitResult, ...]:
+    """`open` limits while Redis is away: admitted, their remaining unknown (reported as full)."""
+    return tuple(
+        LimitResult(limit.name, limit.algorithm, limit.unit, limit.quantity, limit.quantity, 0, False, False)
+        for limit in limits
+    )

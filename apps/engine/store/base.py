@@ -59,6 +59,11 @@ class Store(Protocol):
         """Give a lease back (idempotent; unknown and malformed ids are ignored)."""
         ...
 
+    def counters_forget(self, counters: Sequence[str]) -> None:
+        """Delete `counters` (keys without the store prefix) and start a new epoch: durable counters missing
+        then are rebuilt from their records when next needed."""
+        ...
+
     def usage_minutes(self) -> list[int]:
         """The minutes that have usage waiting to be collected, oldest first."""
         ...

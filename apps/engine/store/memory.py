@@ -118,6 +118,14 @@ class MemoryStore:
         with self._lock:
             return sum(self._states.pop(key, None) is not None for key in keys)
 
+    def counters_forget(self, counters: Sequence[str]) -> None:
+        """Delete `counters` and start a new epoch (see RedisStore.counters_forget)."""
+        with self._lock:
+            for counter in counters:
+                for key in self._layout.keys_of_counter(counter):
+                    self._states.pop(key, None)
+            self._epoch = self._clock.now_ms()
+
     def leases_live(self, keys: Sequence[str]) -> int:
         """Unexpired leases in the concurrency counters `keys`."""
         with self._lock:

@@ -177,6 +177,16 @@ class RedisStore:
         """Delete `keys`; how many existed."""
         return int(self._client.delete(*keys)) if keys else 0
 
+    def counters_forget(self, counters: Sequence[str]) -> None:
+        """Delete `counters` (keys without the prefix) and start a new epoch, in one transaction: each durable
+        counter is rebuilt from its records when next needed (after spending that Redis did not see)."""
+        keys = [key for counter in counters for key in self._layout.keys_of_counter(counter)]
+        pipe = self._client.pipeline(transaction=True)
+        if keys:
+            pipe.delete(*keys)
+        pipe.delete(self._layout.epoch_key())
+        pipe.execute()
+
     def leases_live(self, keys: Sequence[str]) -> int:
         """Unexpired leases in the concurrency counters `keys`."""
         if self._clock is not None:

@@ -48,7 +48,15 @@ def test_every_endpoint_honours_its_schema_and_refusals_move_nothing(
     for operation in operations:
 
         @given(case=operation.as_strategy(generation_mode=mode))
-        @settings(max_examples=EXAMPLES_PER_OPERATION_AND_MODE, deadline=None, suppress_health_check=list(HealthCheck))
+        # Derandomized: the same cases every run. A random draw could make a negative case whose invalid part
+        # never reaches the server (its Authorization header removed, then set by this test; an empty query
+        # key dropped by the client) and fail the run at random.
+        @settings(
+            max_examples=EXAMPLES_PER_OPERATION_AND_MODE,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            derandomize=True,
+        )
         def exercise(case) -> None:
             before = redis_snapshot(redis_client, key_prefix)
             response = case.call_and_validate(

@@ -1,0 +1,101 @@
+"""Decisions made without Redis reach the usage tables through this in-process ledger.
+
+Redis counts the decisions it makes inside its script. The others (access rules, the `open`, `local` and
+`closed` failure policies while Redis is away, and refusals by the `database` policy) are counted here and
+written every QUOTA_LEDGER_FLUSH_S seconds and when the process exits; a write that fails is kept for the next
+round. (What the `database` policy admits is written in its own transaction instead: fallback/decide.py.) A
+process killed outright loses what it had not written yet: at most QUOTA_LEDGER_FLUSH_S seconds of them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from apps.common.background import PeriodicThread
+from apps.enforcement.recovery import Spending, rebuilds_mark
+from apps.engine import CheckItem
+from apps.engine.store.plan import usage_costs
+from apps.usage.services import DecisionCounts, counter_records_add, usage_decisions_add
+
+logger = logging.getLogger(__name__)
+MINUTE_MS = 60_000
+OUTCOMES = ("allowed", "denied", "rule_denied", "unavailable")
+
+Key = tuple[str, str, int]  # customer, operation, minute
+
+
+def decision_counts(item: CheckItem, outcome: str, *, degraded: bool, now_ms: int) -> DecisionCounts:
+    """One decision as usage counts: its outcome (one of OUTCOMES), and the costs when it was allowed.
+    `degraded`: decided by a failure policy (allowed or denied only: a 503 is counted as unavailable)."""
+    costs = dict(usage_costs(item)) if outcome == "allowed" else {}
+    counts: dict[str, Any] = {name: int(name == outcome) for name in OUTCOMES}
+    return DecisionCounts(item.customer, item.operation, now_ms // MINUTE_MS, degraded=int(degraded), costs=costs,
+                          **counts)  # fmt: skip
+
+
+def decisions_write(rows: list[DecisionCounts], spending: Spending) -> None:
+    """Add decision counts, and what they spent on durable counters, in one transaction."""
+    with transaction.atomic():
+        usage_decisions_add(rows=rows)
+        counter_records_add(records=spending.records)
+        rebuilds_mark(counters=spending.counters)
+
+
+class DecisionLedger:
+    def __init__(self) -> None:
+        self._rows: list[DecisionCounts] = []
+        self._spending = Spending()
+        self._lock = threading.Lock()
+        self._thread: PeriodicThread | None = None
+
+    def add(self, counts: DecisionCounts, spending: Spending | None = None) -> None:
+        """Count one decision (and what it spent on durable counters) for the next write."""
+        with self._lock:
+            self._rows.append(counts)
+            if spending is not None:
+                self._spending.merge([spending])
+        if self._thread is None and settings.QUOTA_LEDGER_FLUSH_S > 0:
+            self._start()
+
+    def flush(self) -> int:
+        """Write what is pending; on failure it stays pending. How many decisions were written."""
+        with self._lock:
+            rows, spending = self._rows, self._spending
+            self._rows, self._spending = [], Spending()
+        if not rows and not spending.records:
+            return 0
+        try:
+            decisions_write(rows, spending)
+        except Exception:
+            with self._lock:  # keep them for the next round, in front of what came meanwhile
+                self._rows[:0] = rows
+                self._spending.merge([spending])
+            raise
+        return len(rows)
+
+    def discard(self) -> None:
+        """Forget what is pending, unwritten (tests start each with an empty ledger)."""
+        with self._lock:
+            self._rows, self._spending = [], Spending()
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = PeriodicThread("decision-ledger", self.flush, lambda: settings.QUOTA_LEDGER_FLUSH_S)
+                self._thread.start()
+                atexit.register(self._flush_at_exit)
+
+    def _flush_at_exit(self) -> None:
+        try:
+            self.flush()
+        except Exception:
+            logger.exception("Could not write the last decisions counted without Redis")
+
+
+decision_ledger = DecisionLedger()
