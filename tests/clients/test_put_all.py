@@ -125,8 +125,12 @@ def test_it_reports_requests_rounds_and_the_sleep_total() -> None:
 
 
 def test_the_responsive_policy_settles_into_fewer_refusals_than_plain_exponential() -> None:
-    exponential, _, _ = setup(backoff=ExponentialBackoff(initial_s=0.05, multiplier=2, max_s=1.0))
-    responsive, _, _ = setup(backoff=ResponsiveBackoff(0.05, 1.0, up=1.5, down=0.9, down_after=5, randomization=0))
+    # Seeded jitter: the comparison is of the policies, not of two random draws.
+    jitter = random.Random(7).random
+    exponential, _, _ = setup(backoff=ExponentialBackoff(initial_s=0.05, multiplier=2, max_s=1.0, random=jitter))
+    responsive, _, _ = setup(
+        backoff=ResponsiveBackoff(0.05, 1.0, up=1.5, down=0.9, down_after=5, randomization=0, random=jitter)
+    )
 
     plain = exponential.put_all(records(1500), batch_size=100)
     paced = responsive.put_all(records(1500), batch_size=100)
