@@ -9,7 +9,6 @@ got, in the same transaction when the `database` policy took part, else through 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,7 +21,7 @@ from apps.enforcement.fallback.requests import request_remember, request_replaye
 from apps.enforcement.ledger import decision_counts, decision_ledger, decisions_write
 from apps.enforcement.recovery import Spending
 from apps.enforcement.specs import limit_spec_of
-from apps.enforcement.store import reconcile_due
+from apps.enforcement.store import engine_store, reconcile_due
 from apps.engine import CheckItem, Decision, LimitResult
 from apps.limits.models import Mode, StoreFailurePolicy
 from apps.limits.snapshot import LimitConfig
@@ -63,7 +62,7 @@ def fallback_batch(
     checks: Sequence[tuple[CheckItem, Sequence[LimitConfig]]], *, atomic: bool, now_ms: int | None = None
 ) -> list[FallbackDecision]:
     """Decide checks without Redis, each on its own or all or none (`atomic`). Raises StoreUnavailable."""
-    now_ms = now_ms if now_ms is not None else time.time_ns() // 1_000_000
+    now_ms = now_ms if now_ms is not None else engine_store().now_hint_ms()
     items = [_by_policy(item, limits, now_ms) for item, limits in checks]
     replays = {index: request_replayed(it.item) for index, it in enumerate(items)}
     fresh = [index for index, replay in replays.items() if replay is None]

@@ -59,6 +59,10 @@ class Store(Protocol):
         """Give a lease back (idempotent; unknown and malformed ids are ignored)."""
         ...
 
+    def now_hint_ms(self) -> int:
+        """Now without a round trip: for decisions made without the store (failure policies)."""
+        ...
+
     def counters_forget(self, counters: Sequence[str]) -> None:
         """Delete `counters` (keys without the store prefix) and start a new epoch: durable counters missing
         then are rebuilt from their records when next needed."""

@@ -118,6 +118,10 @@ class MemoryStore:
         with self._lock:
             return sum(self._states.pop(key, None) is not None for key in keys)
 
+    def now_hint_ms(self) -> int:
+        """Now, by this store's clock (see RedisStore.now_hint_ms)."""
+        return self._clock.now_ms()
+
     def counters_forget(self, counters: Sequence[str]) -> None:
         """Delete `counters` and start a new epoch (see RedisStore.counters_forget)."""
         with self._lock:
