@@ -1,4 +1,4 @@
-"""`make bench`: every benchmark in turn (engine, then API), each printing its own figures.
+"""`make bench`: every benchmark in turn (engine, API, SDK, counter-record storage), each printing its own figures.
 
 Run a script on its own for its options (e.g. `bench/api/run.py --write-results`).
 """
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ["bench/engine/run.py", "bench/api/run.py", "bench/sdk/run.py"]
+BENCHMARKS = ["bench/engine/run.py", "bench/api/run.py", "bench/sdk/run.py", "bench/durability/records_size.py"]
 
 
 def main() -> int:

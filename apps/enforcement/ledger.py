@@ -19,6 +19,7 @@ from django.db import transaction
 
 from apps.common.background import PeriodicThread
 from apps.enforcement.recovery import Spending, rebuilds_mark
+from apps.enforcement.specs import counter_reach_ms
 from apps.engine import CheckItem
 from apps.engine.store.plan import usage_costs
 from apps.usage.services import DecisionCounts, counter_records_add, usage_decisions_add
@@ -43,7 +44,7 @@ def decisions_write(rows: list[DecisionCounts], spending: Spending) -> None:
     """Add decision counts, and what they spent on durable counters, in one transaction."""
     with transaction.atomic():
         usage_decisions_add(rows=rows)
-        counter_records_add(records=spending.records)
+        counter_records_add(records=spending.records, reach=counter_reach_ms)
         rebuilds_mark(counters=spending.counters)
 
 

@@ -7,8 +7,11 @@ from django.conf import settings
 
 from apps.engine import LimitSpec
 from apps.engine.durability import reach_ms
+from apps.engine.keys import limit_name_of
 from apps.limits.models import Mode
-from apps.limits.snapshot import LimitConfig
+from apps.limits.resolution import apply_override
+from apps.limits.snapshot import LimitConfig, Snapshot
+from apps.limits.snapshot_holder import snapshot_current
 
 CALENDAR_WINDOW_S = {"day": 86400, "week": 604800, "month": 2592000}
 
@@ -33,8 +36,45 @@ def durable(spec: LimitSpec) -> bool:
     """Every limit whose counter can be rebuilt after a Redis loss is (apps/engine/durability.py): calendar
     quotas, and windows, logs and buckets of a minute or longer, whatever their key and match, as long as
     their records reach back no further than they are kept (QUOTA_COUNTER_RECORD_DAYS)."""
-    kept_ms = settings.QUOTA_COUNTER_RECORD_DAYS * 86_400_000
-    return spec.can_be_durable and reach_ms(spec) <= kept_ms
+    return spec.can_be_durable and reach_ms(spec) <= _kept_ms()
+
+
+def counter_reach_ms(counter: str) -> int:
+    """How long after its bucket a record of durable `counter` (a key without prefix) can still shape it: its
+    limit's reach under the longest-reaching override, or as long as records are kept when the limit is gone."""
+    return _reaches(snapshot_current()).get(limit_name_of(counter), _kept_ms())
+
+
+_reach_cache: tuple[Snapshot | None, dict[str, int]] = (None, {})
+
+
+def _reaches(snapshot: Snapshot) -> dict[str, int]:
+    """Limit name -> reach of its durable forms, computed once per snapshot (snapshots are immutable)."""
+    global _reach_cache
+    if _reach_cache[0] is not snapshot:
+        reaches: dict[str, int] = {}
+        for spec in _limit_forms(snapshot):
+            if spec.durable:
+                reaches[spec.name] = max(reaches.get(spec.name, 0), reach_ms(spec))
+        _reach_cache = (snapshot, reaches)
+    return _reach_cache[1]
+
+
+def _limit_forms(snapshot: Snapshot) -> list[LimitSpec]:
+    """Every limit as configured and as each override changes it for its customer."""
+    by_name = {limit.name: limit for limits in snapshot.limits_by_operation.values() for limit in limits}
+    overridden = [
+        apply_override(by_name[override.limit], override)
+        for overrides in snapshot.overrides_by_customer.values()
+        for override in overrides
+        if override.limit in by_name
+    ]
+    configs = [*by_name.values(), *overridden]
+    return [limit_spec_of(config) for config in configs if config is not None]
+
+
+def _kept_ms() -> int:
+    return int(settings.QUOTA_COUNTER_RECORD_DAYS * 86_400_000)
 
 
 def window_seconds(config: LimitConfig) -> int:

@@ -14,6 +14,7 @@ lease, read-out).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -75,9 +76,11 @@ def engine_store_use(store: Store | None) -> None:
 def usage_flusher_start(store: Store, interval_s: float) -> PeriodicThread:
     """Flush `store`'s completed minutes to the database every `interval_s`, in a daemon thread (a failed
     round is retried by the next: the flush is exactly-once whatever fails, usage/services/flush.py)."""
+    from apps.enforcement.specs import counter_reach_ms
     from apps.usage.services import usage_flush
 
-    flusher = PeriodicThread("usage-flusher", lambda: usage_flush(store=store), lambda: interval_s)
+    flush = functools.partial(usage_flush, store=store, reach=counter_reach_ms)
+    flusher = PeriodicThread("usage-flusher", flush, lambda: interval_s)
     flusher.start()
     return flusher
 

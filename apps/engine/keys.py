@@ -65,6 +65,11 @@ def enc(value: str) -> str:
     return quote(value, safe="")
 
 
+def limit_name_of(counter: str) -> str:
+    """The limit name in a counter key without its prefix (`c:{<tag>}:<alg>:<name>[:<component>]*`)."""
+    return unquote(counter.split("}:", 1)[1].split(":", 2)[1])
+
+
 def _b64(value: str) -> str:
     return base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
 

@@ -23,6 +23,7 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask
 from apps.enforcement.fallback import fallback_purge
 from apps.enforcement.ledger import decision_ledger
 from apps.enforcement.recovery import counters_reconcile
+from apps.enforcement.specs import counter_reach_ms
 from apps.enforcement.store import engine_store
 from apps.limits.services import limits_purge_expired
 from apps.usage.services import usage_flush, usage_purge, usage_rollup
@@ -34,7 +35,7 @@ def flush_usage() -> Any:
     # Counters spent on outside Redis are rebuilt first, in case no request has reconciled them yet.
     counters_reconcile(store=engine_store())
     decision_ledger.flush()
-    return usage_flush(store=engine_store())
+    return usage_flush(store=engine_store(), reach=counter_reach_ms)
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,20 +105,22 @@ class CounterRecord(models.Model):
     """What checks spent on one durable counter in one bucket (its window, or a UTC minute for logs and
     buckets), flushed with the usage: a counter lost with Redis is rebuilt from these rows.
 
-    `counter` is the counter's key without the store prefix (apps/engine/keys.py). Rows are kept
-    QUOTA_COUNTER_RECORD_DAYS, the longest reach of a durable limit. The `database` failure policy adds what
-    it admits while Redis is away to the same rows, so the rebuild after the outage counts it.
+    `counter` is the counter's key without the store prefix (apps/engine/keys.py); `until_ms` is the bucket's
+    start plus its limit's reach (apps/engine/durability.reach_ms), after which the purge deletes the row. The
+    `database` failure policy adds what it admits while Redis is away to the same rows, so the rebuild after the
+    outage counts it.
     """
 
     counter = models.TextField()
     start_ms = models.BigIntegerField(help_text="Start of the bucket, epoch ms.")
+    until_ms = models.BigIntegerField(help_text="Until when the row can matter to a rebuild, epoch ms.")
     amount = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["counter", "start_ms"], name="counter_record_unique"),
         ]
-        indexes = [models.Index(fields=["start_ms"], name="counter_record_start")]
+        indexes = [models.Index(fields=["until_ms"], name="counter_record_until")]
 
     def __str__(self) -> str:
         return f"{self.counter} @ {self.start_ms}: {self.amount}"

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apps.engine import CheckItem, KeyLayout, LimitSpec, lease_owner
+from apps.engine.keys import limit_name_of
 
 LAYOUT = KeyLayout("quota")
 SCOPED = LimitSpec("lim", "fixed_window", 1, period_s=1, key_by=("customer", "resource", "attr:Type", "ip"))
@@ -80,3 +81,20 @@ def test_forged_lease_ids_are_refused_or_name_a_member_that_does_not_exist() -> 
     for garbage in ["", "x", "a.b", "a.b.c.d", "!!.!!.x", lease_id + "x.y"]:
         assert LAYOUT.lease_target(garbage) is None
     assert lease_owner("!!.!!.x") is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=st.text(min_size=1, max_size=8),
+    key_by=st.lists(st.sampled_from(["customer", "resource", "ip", "attr:T:y"]), unique=True),
+    algorithm=st.sampled_from(["fixed_window", "sliding_log", "token_bucket", "calendar"]),
+    parts=st.tuples(TEXT, TEXT, TEXT),
+)
+def test_the_limit_name_is_read_back_from_any_counter_key(
+    name: str, key_by: list[str], algorithm: str, parts: tuple[str, str, str]
+) -> None:
+    calendar = {"calendar_period": "day"} if algorithm == "calendar" else {"period_s": 60}
+    spec = LimitSpec(name, algorithm, 5, key_by=tuple(key_by), **calendar)  # type: ignore[arg-type]
+    check = CheckItem("c" + parts[0], "Op", parts[1], {"T:y": parts[2]}, ip=parts[2])
+    for key in LAYOUT.counter_keys(spec, check):
+        assert limit_name_of(LAYOUT.counter_id(key)) == name

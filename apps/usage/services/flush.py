@@ -25,7 +25,7 @@ from apps.engine import Store
 from apps.engine.store.base import UsageRow
 from apps.usage.models import FlushedMinute, UsageMinute
 from apps.usage.services.minutes import COUNTERS, add_into, usage_minutes_add
-from apps.usage.services.records import counter_records_add, merged_records
+from apps.usage.services.records import Reach, counter_records_add, merged_records
 
 __all__ = ["COUNTERS", "FlushReport", "add_into", "minute_start", "usage_flush"]  # COUNTERS, add_into: minutes.py
 
@@ -64,15 +64,19 @@ def minute_start(minute: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(minute * 60, tz=dt.UTC)
 
 
-def usage_flush(*, store: Store, now_ms: int | None = None, checkpoint: Checkpoint = _no_checkpoint) -> FlushReport:
+def usage_flush(
+    *, store: Store, now_ms: int | None = None, checkpoint: Checkpoint = _no_checkpoint, reach: Reach | None = None
+) -> FlushReport:
     """Flush every minute older than the current one minus the safety margin (see the module docstring).
 
     checkpoint(step, minute) is called after each step ("read", "claimed", "added", "committed",
-    "discarded"); tests make it raise to stand for a worker killed at that point.
+    "discarded"); tests make it raise to stand for a worker killed at that point. reach: how long each
+    counter's records matter (services/records.py).
     """
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     horizon = now_ms // MINUTE_MS - SAFETY_MARGIN_MINUTES
-    outcomes = [_flush_minute(store, minute, checkpoint) for minute in store.usage_minutes() if minute < horizon]
+    minutes = [minute for minute in store.usage_minutes() if minute < horizon]
+    outcomes = [_flush_minute(store, minute, checkpoint, reach) for minute in minutes]
     report = FlushReport(
         minutes=sum(1 for outcome, _ in outcomes if outcome == "flushed"),
         rows=sum(rows for _, rows in outcomes),
@@ -83,7 +87,7 @@ def usage_flush(*, store: Store, now_ms: int | None = None, checkpoint: Checkpoi
     return report
 
 
-def _flush_minute(store: Store, minute: int, checkpoint: Checkpoint) -> tuple[str, int]:
+def _flush_minute(store: Store, minute: int, checkpoint: Checkpoint, reach: Reach | None) -> tuple[str, int]:
     """("flushed" | "already" | "raced", rows added) for one minute."""
     if FlushedMinute.objects.filter(minute=minute).exists():
         # A previous run committed this minute but did not get to discard it.
@@ -97,7 +101,7 @@ def _flush_minute(store: Store, minute: int, checkpoint: Checkpoint) -> tuple[st
             FlushedMinute.objects.create(minute=minute, rows=len(rows))
             checkpoint("claimed", minute)
             _add_rows(minute_start(minute), rows)
-            counter_records_add(records=merged_records([row.records for row in rows]))
+            counter_records_add(records=merged_records([row.records for row in rows]), reach=reach)
             checkpoint("added", minute)
     except IntegrityError:
         if not FlushedMinute.objects.filter(minute=minute).exists():

@@ -34,7 +34,7 @@ def usage_purge(*, now: dt.datetime | None = None) -> dict[str, int]:
         "hours": _purge_usage(UsageHour, settings.QUOTA_RETENTION_HOUR_DAYS, now, keep),
         "days": _purge_usage(UsageDay, settings.QUOTA_RETENTION_DAY_DAYS, now, keep),
         "claims": _delete(old_claims),
-        "counter_records": _delete(CounterRecord.objects.filter(start_ms__lt=_ms(now - _record_retention()))),
+        "counter_records": _delete(CounterRecord.objects.filter(until_ms__lt=_ms(now))),
     }
 
 
@@ -58,11 +58,6 @@ def _purge_usage(model: type[UsageBucket], retention_days: int, now: dt.datetime
 
 def _delete(queryset: QuerySet[Model]) -> int:
     return queryset.delete()[1].get(queryset.model._meta.label, 0)
-
-
-def _record_retention() -> dt.timedelta:
-    """Counter records are kept as long as the longest durable limit can reach back (enforcement/specs.py)."""
-    return dt.timedelta(days=settings.QUOTA_COUNTER_RECORD_DAYS)
 
 
 def _ms(moment: dt.datetime) -> int:

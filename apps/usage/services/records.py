@@ -5,8 +5,9 @@ be rebuilt (apps/engine/durability.py). The flush adds the records it finds in t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
+from django.conf import settings
 from django.db import connection
 
 from apps.engine.store.base import Records
@@ -14,22 +15,35 @@ from apps.usage.models import CounterRecord
 
 # Additive and atomic per row, whoever else adds to it at the same time (another flush, the fallback policy).
 UPSERT_SQL = (
-    "INSERT INTO {table} (counter, start_ms, amount) VALUES (%s, %s, %s) "
+    "INSERT INTO {table} (counter, start_ms, until_ms, amount) VALUES (%s, %s, %s, %s) "
     "ON CONFLICT (counter, start_ms) DO UPDATE SET amount = {table}.amount + excluded.amount"
 )
+# How long after its bucket a record may matter when its limit is not known (QUOTA_COUNTER_RECORD_DAYS).
+Reach = Callable[[str], int]
 
 
-def counter_records_add(*, records: Mapping[tuple[str, int], int]) -> int:
-    """Add `records` ((counter, bucket start ms) -> amount) to the stored ones; how many rows.
+def counter_records_add(*, records: Mapping[tuple[str, int], int], reach: Reach | None = None) -> int:
+    """Add `records` ((counter, bucket start ms) -> amount) to the stored ones; how many rows. `reach(counter)`:
+    how long after its bucket a counter's record can matter (the rest of its window, its log, its bucket's
+    drain), by default the longest a durable limit may reach.
 
     Rows are written in one order (counter, start) so concurrent writers cannot deadlock on each other.
     """
-    rows = [(counter, start, amount) for (counter, start), amount in sorted(records.items()) if amount]
+    reach = reach or _longest_reach
+    rows = [
+        (counter, start, start + reach(counter), amount)
+        for (counter, start), amount in sorted(records.items())
+        if amount
+    ]
     if rows:
         table = connection.ops.quote_name(CounterRecord._meta.db_table)
         with connection.cursor() as cursor:
             cursor.executemany(UPSERT_SQL.format(table=table), rows)
     return len(rows)
+
+
+def _longest_reach(counter: str) -> int:
+    return int(settings.QUOTA_COUNTER_RECORD_DAYS * 86_400_000)
 
 
 def merged_records(rows: list[Records]) -> Records:
