@@ -16,11 +16,10 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('counter', models.TextField()),
                 ('start_ms', models.BigIntegerField(help_text='Start of the bucket, epoch ms.')),
-                ('until_ms', models.BigIntegerField(help_text='Until when the row can matter to a rebuild, epoch ms.')),
                 ('amount', models.PositiveBigIntegerField(default=0)),
             ],
             options={
-                'indexes': [models.Index(fields=['until_ms'], name='counter_record_until')],
+                'indexes': [models.Index(fields=['start_ms'], name='counter_record_start')],
                 'constraints': [models.UniqueConstraint(fields=('counter', 'start_ms'), name='counter_record_unique')],
             },
         ),
