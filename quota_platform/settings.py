@@ -21,9 +21,7 @@ if ENV_FILE:
 # Runtime state of the embedded default (SQLite file, broker folder, snapshot file, static files).
 VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
 
-# ------------------------------------------------------------------------------
-# Core
-# ------------------------------------------------------------------------------
+# ---- Core ----------------------------------------------------------------------------------------
 DEBUG = env.bool("DEBUG", default=False)
 
 SECRET_KEY = env.str("SECRET_KEY", default="")
@@ -100,9 +98,7 @@ TEMPLATES = [
     },
 ]
 
-# ------------------------------------------------------------------------------
-# Storage: PostgreSQL in production, SQLite for the embedded default
-# ------------------------------------------------------------------------------
+# ---- Storage: PostgreSQL in production, SQLite for the embedded default --------------------------
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 # No ATOMIC_REQUESTS: services that need a transaction say so with @transaction.atomic.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
@@ -139,9 +135,7 @@ CACHES = (
     else {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 )
 
-# ------------------------------------------------------------------------------
-# Auth and security
-# ------------------------------------------------------------------------------
+# ---- Auth and security ---------------------------------------------------------------------------
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -183,17 +177,13 @@ X_FRAME_OPTIONS = "DENY"
 if env.bool("USE_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
-# ------------------------------------------------------------------------------
-# Internationalisation
-# ------------------------------------------------------------------------------
+# ---- Internationalisation ------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-# ------------------------------------------------------------------------------
-# Static files (served by WhiteNoise, so the admin works with DEBUG off)
-# ------------------------------------------------------------------------------
+# ---- Static files (served by WhiteNoise, so the admin works with DEBUG off) ----------------------
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -202,9 +192,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
-# ------------------------------------------------------------------------------
-# REST framework and OpenAPI
-# ------------------------------------------------------------------------------
+# ---- REST framework and OpenAPI ------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["apps.common.renderers.OrjsonRenderer"],
     "DEFAULT_PARSER_CLASSES": ["apps.common.renderers.OrjsonParser"],
@@ -224,9 +212,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# ------------------------------------------------------------------------------
-# Celery (schedules are django-celery-beat rows, created by setup_periodic_tasks)
-# ------------------------------------------------------------------------------
+# ---- Celery (schedules are django-celery-beat rows, created by setup_periodic_tasks) -------------
 # Without a broker URL the embedded default passes messages through a local folder.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
@@ -242,9 +228,16 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
-# ------------------------------------------------------------------------------
-# Quota platform
-# ------------------------------------------------------------------------------
+# ---- Quota platform ------------------------------------------------------------------------------
+
+
+def _one_of(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = env.str(name, default=default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}.")
+    return value
+
+
 # Prefix of every Redis key the engine writes, so several platforms can share a Redis.
 QUOTA_KEY_PREFIX = env.str("QUOTA_KEY_PREFIX", default="qp")
 # Seconds between heartbeats of each API instance (the `local` failure policy divides limits by live ones).
@@ -264,6 +257,14 @@ QUOTA_COUNTER_RECORD_DAYS = env.int("QUOTA_COUNTER_RECORD_DAYS", default=35)
 QUOTA_BOOKKEEPING_FLUSH_S = env.float("QUOTA_BOOKKEEPING_FLUSH_S", default=30.0)
 # Seconds between writes of the decisions made without Redis (access rules, failure policies) to usage.
 QUOTA_LEDGER_FLUSH_S = env.float("QUOTA_LEDGER_FLUSH_S", default=5.0)
+# Failed API-key attempts per client address (after TRUSTED_PROXY_COUNT proxies) and per presented key
+# prefix: past the limit within the window, further failures answer 429. A valid key is never refused.
+QUOTA_BAD_KEY_LIMIT = env.int("QUOTA_BAD_KEY_LIMIT", default=20)
+QUOTA_BAD_KEY_WINDOW_S = env.float("QUOTA_BAD_KEY_WINDOW_S", default=60.0)
+# A check on an operation that is not configured: "allow" (no limits apply, the answer warns) or "reject" (404).
+QUOTA_UNKNOWN_OPERATIONS = _one_of("QUOTA_UNKNOWN_OPERATIONS", "allow", ("allow", "reject"))
+# New customer and operation names one service may bring in per day; past it they are counted as "(other)".
+QUOTA_NEW_NAMES_PER_SERVICE_DAY = env.int("QUOTA_NEW_NAMES_PER_SERVICE_DAY", default=1000)
 # How often each worker checks whether the configuration changed (seconds; 0 = never, tests only).
 QUOTA_SNAPSHOT_POLL_S = env.float("QUOTA_SNAPSHOT_POLL_S", default=0.5)
 # Where workers keep the last-known-good config snapshot (an empty QUOTA_SNAPSHOT_PATH= means the default).
@@ -283,14 +284,10 @@ QUOTA_TOGGLES_TIMEOUT_S = env.float("QUOTA_TOGGLES_TIMEOUT_S", default=5.0)
 # capture (?P<resource>...)), "operation"}.
 QUOTA_AUTHZ_CUSTOMER_HEADER = env.str("QUOTA_AUTHZ_CUSTOMER_HEADER", default="X-Quota-Customer")
 QUOTA_AUTHZ_IP_HEADER = env.str("QUOTA_AUTHZ_IP_HEADER", default="X-Real-IP")
-QUOTA_AUTHZ_UNMATCHED = env.str("QUOTA_AUTHZ_UNMATCHED", default="allow")
-if QUOTA_AUTHZ_UNMATCHED not in ("allow", "deny"):
-    raise ImproperlyConfigured(f"QUOTA_AUTHZ_UNMATCHED must be allow or deny, not {QUOTA_AUTHZ_UNMATCHED!r}.")
+QUOTA_AUTHZ_UNMATCHED = _one_of("QUOTA_AUTHZ_UNMATCHED", "allow", ("allow", "deny"))
 QUOTA_AUTHZ_ROUTES = env.str("QUOTA_AUTHZ_ROUTES", default="[]")
 
-# ------------------------------------------------------------------------------
-# Logging
-# ------------------------------------------------------------------------------
+# ---- Logging -------------------------------------------------------------------------------------
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
