@@ -35,3 +35,10 @@ class Forbidden(ApplicationError):
 class PayloadTooLarge(ApplicationError):
     code = "payload_too_large"
     status_code = 413
+
+
+class Unprocessable(ApplicationError):
+    """Well-formed, but cannot be honoured as asked (e.g. a request id reused for a different request)."""
+
+    code = "unprocessable"
+    status_code = 422
