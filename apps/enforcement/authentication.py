@@ -1,7 +1,9 @@
 """Bearer API keys for the service API, checked against the in-process snapshot (no database).
 
-An address that keeps sending bad keys is refused for a while before any hashing (BadKeyGuard); a valid key
-is never refused by that guard. When each key was last used is written off the hot path, in the background.
+A key is verified first (hashing is cheap); only a failed attempt consults the BadKeyGuard, which answers 429
+instead of 401 once a client address has sent too many bad keys with one prefix. A valid key is never refused
+by it, so one caller with a revoked key behind a shared address (NAT, an ingress) cannot lock the others out.
+When each key was last used is written off the hot path, in the background.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import defaultdict, deque
+from collections import OrderedDict, deque
+from collections.abc import Callable
 
 from django.conf import settings
 from django.utils import timezone
@@ -17,47 +20,83 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
+from apps.accounts.client_ip import client_ip_of_meta
 from apps.apikeys.selectors import ApiPrincipal, api_principal_of_key
-from apps.apikeys.services import api_keys_mark_used
+from apps.apikeys.services import api_key_prefix_of, api_keys_mark_used
 from apps.common.background import BackgroundRecorder
 from apps.limits.snapshot_holder import snapshot_current
 
 MAX_KEY_LENGTH = 200
-# Past this many bad keys from one address within the window, that address is refused before any hashing.
-BAD_KEY_LIMIT = 20
-BAD_KEY_WINDOW_S = 60.0
+# (address, prefix) pairs the guard remembers at once; past it, the least recently failing pair is forgotten.
+BAD_KEY_MAX_ENTRIES = 10_000
+# Longest address or prefix kept: no real one is longer (IPv6 text is at most 45), and a longer one sent to grow
+# memory is as well told apart by its start.
+BAD_KEY_PART_CHARS = 64
 
 
 class TooManyBadKeys(exceptions.Throttled):
-    default_detail = "Too many invalid API keys from this address; wait before trying again."
+    default_detail = "Too many failed attempts with this API key from this address; wait before trying again."
     default_code = "too_many_bad_keys"
 
 
 class BadKeyGuard:
-    """Counts bad keys per client address in this process and says when to stop listening."""
+    """Failed key attempts per (client address, presented key prefix) in this process, over a sliding window.
 
-    def __init__(self, *, limit: int = BAD_KEY_LIMIT, window_s: float = BAD_KEY_WINDOW_S) -> None:
+    Only failures are counted or consulted. Memory stays bounded: a pair keeps at most `limit` times, pairs whose
+    failures all left the window are dropped as new failures come in, and past `max_entries` pairs the least
+    recently failing one is forgotten. `limit` and `window_s` default to QUOTA_BAD_KEY_LIMIT and
+    QUOTA_BAD_KEY_WINDOW_S, read on each call; a limit of 0 turns the guard off.
+    """
+
+    def __init__(
+        self,
+        *,
+        limit: int | None = None,
+        window_s: float | None = None,
+        max_entries: int = BAD_KEY_MAX_ENTRIES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._limit = limit
         self._window_s = window_s
-        self._failures: dict[str, deque[float]] = defaultdict(deque)
+        self._max_entries = max_entries
+        self._clock = clock
+        # Ordered by last failure seen, oldest first: expired pairs gather at the front.
+        self._failures: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def retry_after_s(self, address: str, now: float | None = None) -> float:
-        """0 if the address may try a key now, else seconds until it may."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            failures = self._failures.get(address)
-            if not failures:
-                return 0.0
-            while failures and failures[0] <= now - self._window_s:
-                failures.popleft()
-            if len(failures) < self._limit:
-                return 0.0
-            return failures[0] + self._window_s - now
+    def __len__(self) -> int:
+        return len(self._failures)
 
-    def record_failure(self, address: str, now: float | None = None) -> None:
+    def failed(self, address: str, prefix: str) -> float:
+        """Count a failed attempt. 0: it is within the limit (answer 401); else the seconds until the oldest
+        counted failure leaves the window (answer 429). An attempt past the limit is not counted, so a caller
+        who keeps failing gets one more 401 per failure that expires, and is never shut out for longer."""
+        limit = settings.QUOTA_BAD_KEY_LIMIT if self._limit is None else self._limit
+        window_s = settings.QUOTA_BAD_KEY_WINDOW_S if self._window_s is None else self._window_s
+        if limit <= 0:
+            return 0.0
+        now = self._clock()
+        key = (address[:BAD_KEY_PART_CHARS], prefix[:BAD_KEY_PART_CHARS])
         with self._lock:
-            self._failures[address].append(time.monotonic() if now is None else now)
+            self._forget_expired(now - window_s)
+            failures = self._failures.pop(key, None) or deque()
+            while failures and failures[0] <= now - window_s:
+                failures.popleft()
+            self._failures[key] = failures
+            if len(failures) >= limit:
+                return failures[0] + window_s - now
+            failures.append(now)
+            while len(self._failures) > self._max_entries:
+                self._failures.popitem(last=False)
+            return 0.0
+
+    def _forget_expired(self, cutoff: float) -> None:
+        # Stops at the first pair still failing within the window: each failure pays for at most the pairs it removes.
+        while self._failures:
+            oldest = next(iter(self._failures.values()))
+            if oldest and oldest[-1] > cutoff:
+                return
+            self._failures.popitem(last=False)
 
 
 bad_key_guard = BadKeyGuard()
@@ -79,13 +118,12 @@ class ApiKeyAuthentication(BaseAuthentication):
         raw_key = raw_key.strip()
         if scheme.lower() != "bearer" or not raw_key or len(raw_key) > MAX_KEY_LENGTH:
             raise exceptions.AuthenticationFailed("Send the API key as 'Authorization: Bearer <key>'.")
-        address = request.META.get("REMOTE_ADDR", "")
-        wait_s = bad_key_guard.retry_after_s(address)
-        if wait_s > 0:
-            raise TooManyBadKeys(wait=math.ceil(wait_s))
         principal = api_principal_of_key(raw_key=raw_key, keys=snapshot_current().keys_by_prefix)
         if principal is None:
-            bad_key_guard.record_failure(address)
+            address = client_ip_of_meta(request.META) or ""
+            wait_s = bad_key_guard.failed(address, api_key_prefix_of(raw_key))
+            if wait_s > 0:
+                raise TooManyBadKeys(wait=math.ceil(wait_s))
             raise exceptions.AuthenticationFailed("This API key is not valid (unknown, mistyped or revoked).")
         last_used_recorder.record(principal.prefix, timezone.now())
         return principal, raw_key
