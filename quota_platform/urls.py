@@ -15,3 +15,9 @@ urlpatterns = [
         name="api-docs",
     ),
 ]
+
+# Under /api/, errors Django answers before any view (unknown path, bad Host, a crash) come in the one error shape.
+handler400 = "apps.common.error_views.bad_request"
+handler403 = "apps.common.error_views.permission_denied"
+handler404 = "apps.common.error_views.page_not_found"
+handler500 = "apps.common.error_views.server_error"

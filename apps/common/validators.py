@@ -5,9 +5,16 @@ import re
 import zoneinfo
 
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
-ATTRIBUTE_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+# \Z, not $: `$` also matches before a final newline, which would let "name\n" through.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*\Z")
+ATTRIBUTE_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
+# Text without control characters (U+0000-U+001F, U+007F): PostgreSQL text cannot hold NUL, and the others
+# have no business in names, ids or keys. Written so that the OpenAPI schema can state it as a pattern.
+plain_text = RegexValidator(
+    r"^[^\x00-\x1f\x7f]*\Z", message="Must not contain control characters (U+0000 to U+001F, U+007F)."
+)
 
 
 def validate_timezone(value: str) -> None:

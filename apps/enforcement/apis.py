@@ -22,21 +22,30 @@ from apps.enforcement.authz import authz_evaluate, forwarded_request
 from apps.enforcement.headers import ratelimit_headers, retry_after_header
 from apps.enforcement.leases import lease_acquire, lease_release, lease_renew
 from apps.enforcement.parsing import (
+    INVALID_MESSAGE,
     MAX_CUSTOMER_LENGTH,
+    MAX_LEASE_ID_LENGTH,
     BatchTooLarge,
-    ParseError,
     parse_batch,
     parse_check,
     parse_lease,
-    parse_ttl,
+    parse_path_text,
+    parse_renew,
 )
 from apps.enforcement.selectors import customer_limits_effective
-from apps.enforcement.services import DENIED, OVER_LIMIT, CheckOutcome, check_batch_evaluate, check_evaluate
+from apps.enforcement.services import (
+    COST_EXCEEDS_LIMIT,
+    DENIED,
+    OVER_LIMIT,
+    CheckOutcome,
+    check_batch_evaluate,
+    check_evaluate,
+    outcome_message,
+)
 from apps.limits.snapshot import Snapshot
 from apps.limits.snapshot_holder import snapshot_current
 
-STATUS_BY_CODE = {"OK": 200, OVER_LIMIT: 429, DENIED: 403}
-INVALID_MESSAGE = "The request is not valid; see fields."
+STATUS_BY_CODE = {"OK": 200, OVER_LIMIT: 429, COST_EXCEEDS_LIMIT: 429, DENIED: 403}
 
 
 def outcome_body(outcome: CheckOutcome) -> dict[str, Any]:
@@ -45,6 +54,7 @@ def outcome_body(outcome: CheckOutcome) -> dict[str, Any]:
         "code": outcome.code,
         "retry_after_ms": outcome.retry_after_ms,
         "degraded": outcome.degraded,
+        "message": outcome_message(outcome),
         "limits": [
             {
                 "name": r.name,
@@ -106,10 +116,7 @@ class CheckApi(ServiceApi):
     )
     def post(self, request: Request) -> Response:
         started = time.perf_counter()
-        try:
-            item = parse_check(request.data)
-        except ParseError as error:
-            raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
+        item = parse_check(request.data)
         snapshot = snapshot_current()
         outcome = check_evaluate(principal=request_principal(request), item=item, snapshot=snapshot)
         observe("check", started, [(item.operation, outcome)], snapshot)
@@ -128,8 +135,6 @@ class CheckBatchApi(ServiceApi):
             items, mode = parse_batch(request.data)
         except BatchTooLarge as error:
             raise PayloadTooLarge(str(error), code="batch_too_large") from None
-        except ParseError as error:
-            raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
         snapshot = snapshot_current()
         outcomes = check_batch_evaluate(principal=request_principal(request), items=items, mode=mode, snapshot=snapshot)
         decided = [(item.operation, outcome) for item, outcome in zip(items, outcomes, strict=True)]
@@ -154,10 +159,7 @@ class LeaseAcquireApi(ServiceApi):
         summary="Take a concurrency slot (held until released or expired)",
     )
     def post(self, request: Request) -> Response:
-        try:
-            item, ttl_s = parse_lease(request.data)
-        except ParseError as error:
-            raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
+        item, ttl_s = parse_lease(request.data)
         started = time.perf_counter()
         snapshot = snapshot_current()
         result = lease_acquire(principal=request_principal(request), item=item, ttl_s=ttl_s, snapshot=snapshot)
@@ -172,6 +174,7 @@ class LeaseAcquireApi(ServiceApi):
 
 class LeaseRenewApi(ServiceApi):
     @extend_schema(
+        parameters=[serializers.LEASE_ID_PATH],
         request=serializers.LeaseRenewInputSerializer,
         responses={
             **serializers.ERROR_RESPONSES,
@@ -180,24 +183,23 @@ class LeaseRenewApi(ServiceApi):
         },
     )
     def post(self, request: Request, lease_id: str) -> Response:
-        try:
-            ttl_s = parse_ttl(request.data)
-        except ParseError as error:
-            raise InvalidInput(INVALID_MESSAGE, fields=error.fields) from None
+        parse_path_text("lease_id", lease_id, MAX_LEASE_ID_LENGTH)
+        ttl_s = parse_renew(request.data)
         expires_at = lease_renew(principal=request_principal(request), lease_id=lease_id, ttl_s=ttl_s)
         return Response({"lease_id": lease_id, "expires_at": _iso(expires_at)})
 
 
 class LeaseReleaseApi(ServiceApi):
-    @extend_schema(responses={**serializers.ERROR_RESPONSES, 204: None})
+    @extend_schema(parameters=[serializers.LEASE_ID_PATH], responses={**serializers.ERROR_RESPONSES, 204: None})
     def delete(self, request: Request, lease_id: str) -> Response:
+        parse_path_text("lease_id", lease_id, MAX_LEASE_ID_LENGTH)
         lease_release(principal=request_principal(request), lease_id=lease_id)
         return Response(status=204)
 
 
 class CustomerLimitsApi(ServiceApi):
     @extend_schema(
-        parameters=[serializers.CustomerLimitsQuerySerializer],
+        parameters=[serializers.CUSTOMER_PATH, serializers.CustomerLimitsQuerySerializer],
         responses={**serializers.ERROR_RESPONSES, 200: serializers.CustomerLimitsSerializer},
         summary="The limits in force for a customer, after plan and overrides, with what remains",
     )
@@ -207,8 +209,7 @@ class CustomerLimitsApi(ServiceApi):
         unknown = set(request.query_params) - set(query.fields)
         if unknown:
             raise InvalidInput(INVALID_MESSAGE, fields={name: ["Unknown query parameter."] for name in sorted(unknown)})
-        if len(customer) > MAX_CUSTOMER_LENGTH:
-            raise InvalidInput(INVALID_MESSAGE, fields={"customer": [f"At most {MAX_CUSTOMER_LENGTH} characters."]})
+        parse_path_text("customer", customer, MAX_CUSTOMER_LENGTH)
         body = customer_limits_effective(
             principal=request_principal(request), customer=customer, snapshot=snapshot_current(), **query.validated_data
         )

@@ -15,6 +15,7 @@ import ipaddress
 import re
 from typing import Any, TypedDict
 
+from apps.common.exceptions import InvalidInput
 from apps.engine import BatchMode, CheckItem
 
 MAX_CUSTOMER_LENGTH = 200
@@ -27,17 +28,23 @@ MAX_COST_UNITS = 16
 MAX_COST = 2**53 - 1
 MAX_BATCH_ITEMS = 1000
 MAX_LEASE_TTL_S = 86400
-NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+MAX_LEASE_ID_LENGTH = 128
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # used with fullmatch: `$` would let a final "\n" in
+# Control characters (U+0000-U+001F, U+007F) in a name reach Redis keys and PostgreSQL text, which cannot hold NUL.
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+NO_CONTROL = "Must not contain control characters (U+0000 to U+001F, U+007F)."
 CHECK_FIELDS = frozenset({"customer", "operation", "resource", "attributes", "costs", "ip", "request_id", "dry_run"})
 BATCH_MODES = ("independent", "atomic")
+INVALID_MESSAGE = "The request is not valid; see fields."
 
 Errors = dict[str, Any]
 
 
-class ParseError(Exception):
+class ParseError(InvalidInput):
+    """Invalid input, every problem by field: the API answers it as 400 in the one error shape."""
+
     def __init__(self, fields: Errors) -> None:
-        super().__init__("invalid request")
-        self.fields = fields
+        super().__init__(INVALID_MESSAGE, fields=fields)
 
 
 class BatchTooLarge(Exception):
@@ -64,15 +71,25 @@ def _text(data: dict[str, Any], name: str, max_length: int, errors: Errors, *, r
         if required:
             errors[name] = ["This field is required."]
         return ""
-    if type(value) is not str:
-        errors[name] = [f"Must be a string, not {_kind(value)}."]
-    elif required and not value:
-        errors[name] = ["Must not be empty."]
-    elif len(value) > max_length:
-        errors[name] = [f"At most {max_length} characters (got {len(value)})."]
-    else:
+    problem = text_problem(value, max_length)
+    if problem is None:
         return value
+    errors[name] = [problem]
     return ""
+
+
+def text_problem(value: Any, max_length: int) -> str | None:
+    """What is wrong with `value` as a text field of the API (None: nothing): every text field is a
+    non-empty string of at most `max_length` characters without control characters."""
+    if type(value) is not str:
+        return f"Must be a string, not {_kind(value)}."
+    if not value:
+        return "Must not be empty."
+    if len(value) > max_length:
+        return f"At most {max_length} characters (got {len(value)})."
+    if CONTROL.search(value):
+        return NO_CONTROL
+    return None
 
 
 def _attributes(value: Any, errors: Errors) -> dict[str, str]:
@@ -83,12 +100,12 @@ def _attributes(value: Any, errors: Errors) -> dict[str, str]:
         return {}
     problems = [f"At most {MAX_ATTRIBUTES} attributes."] if len(value) > MAX_ATTRIBUTES else []
     for name, item in value.items():
-        if not NAME.match(name):
+        if type(name) is not str or not NAME.fullmatch(name):
             problems.append(f"“{name[:70]}” is not a valid attribute name (letters, digits, _ . -; max 64).")
         elif type(item) is not str:
             problems.append(f"“{name}” must be a string, not {_kind(item)}.")
-        elif len(item) > MAX_ATTRIBUTE_VALUE_LENGTH:
-            problems.append(f"“{name}” is longer than {MAX_ATTRIBUTE_VALUE_LENGTH} characters.")
+        elif (problem := text_problem(item, MAX_ATTRIBUTE_VALUE_LENGTH)) is not None:
+            problems.append(f"“{name}”: {problem}")
     if problems:
         errors["attributes"] = problems
     return value
@@ -102,7 +119,7 @@ def _costs(value: Any, errors: Errors) -> dict[str, int]:
         return {}
     problems = [f"At most {MAX_COST_UNITS} units."] if len(value) > MAX_COST_UNITS else []
     for unit, cost in value.items():
-        if not NAME.match(unit):
+        if type(unit) is not str or not NAME.fullmatch(unit):
             problems.append(f"“{unit[:70]}” is not a valid unit name (letters, digits, _ . -; max 64).")
         elif type(cost) is not int or not 0 <= cost <= MAX_COST:
             problems.append(f"“{unit}” must be a whole number from 0 to {MAX_COST}, not {cost!r:.40}.")
@@ -112,14 +129,14 @@ def _costs(value: Any, errors: Errors) -> dict[str, int]:
 
 
 def _ip(value: Any, errors: Errors) -> str:
-    if value is None or value == "":
+    if value is None:
         return ""
-    if type(value) is not str or len(value) > 64:
+    if type(value) is not str or not value or len(value) > 64:
         errors["ip"] = ["Must be an IPv4 or IPv6 address as a string."]
         return ""
     normalized = _normalized_ip(value)
     if normalized is None:
-        errors["ip"] = [f"“{value}” is not an IPv4 or IPv6 address."]
+        errors["ip"] = [f"“{value[:70]}” is not an IPv4 or IPv6 address."]
         return ""
     return normalized
 
@@ -228,6 +245,24 @@ def parse_lease(data: Any) -> tuple[CheckItem, int | None]:
     if type(data) is not dict:
         raise ParseError({"non_field_errors": [f"A lease request must be a JSON object, not {_kind(data)}."]})
     return parse_check({k: v for k, v in data.items() if k != "ttl_s"}), parse_ttl(data)
+
+
+def parse_renew(data: Any) -> int | None:
+    """A lease renewal body: an object with an optional ttl_s, or nothing at all."""
+    if not isinstance(data, dict):
+        raise ParseError({"non_field_errors": [f"A renewal must be a JSON object, not {_kind(data)}."]})
+    unknown = data.keys() - {"ttl_s"}
+    if unknown:
+        raise ParseError({"non_field_errors": [f"Unknown field(s): {', '.join(sorted(map(str, unknown)))[:300]}."]})
+    return parse_ttl(data)
+
+
+def parse_path_text(name: str, value: str, max_length: int) -> str:
+    """A text value taken from the URL path (a customer, a lease id), held to the body's rules."""
+    problem = text_problem(value, max_length)
+    if problem is not None:
+        raise ParseError({name: [problem]})
+    return value
 
 
 def parse_ttl(data: Any) -> int | None:

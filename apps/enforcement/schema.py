@@ -1,4 +1,9 @@
-"""Tells drf-spectacular how API keys are sent, so /api/schema/ documents the Bearer scheme."""
+"""What drf-spectacular cannot infer: how API keys are sent, and the request bodies' strictness.
+
+The parsers (parsing.py) refuse unknown fields and hold attribute and unit names to a pattern; the hook
+below states both in the schema (OpenAPI 3.1: `propertyNames`), so generated clients and schemathesis see
+the contract the API enforces.
+"""
 
 from typing import Any
 
@@ -15,3 +20,27 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "`Authorization: Bearer <api key>`; keys are issued in the admin or by create_api_key.",
         }
+
+
+# Request bodies that refuse fields they do not name, and their maps whose keys are names.
+STRICT_BODIES = ("CheckInput", "BatchInput", "LeaseInput", "LeaseRenewInput")
+NAMED_MAPS = ("attributes", "costs")
+NAME_SCHEMA = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"}
+IP_SCHEMA = {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}], "maxLength": 64}
+
+
+def strict_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook (SPECTACULAR_SETTINGS): closes the request bodies the parsers close."""
+    components = result.get("components", {}).get("schemas", {})
+    for name in STRICT_BODIES:
+        body = components.get(name)
+        if body is None:
+            continue
+        body["additionalProperties"] = False
+        properties = body.get("properties", {})
+        for field in NAMED_MAPS:
+            if field in properties:
+                properties[field]["propertyNames"] = NAME_SCHEMA
+        if "ip" in properties:
+            properties["ip"] = {**IP_SCHEMA, **{k: v for k, v in properties["ip"].items() if k != "type"}}
+    return result

@@ -4,27 +4,43 @@ The hot path validates with parsing.py (same rules, a fraction of the cost); the
 test runs this schema against the real endpoints, which keeps the two in step.
 """
 
-from drf_spectacular.utils import PolymorphicProxySerializer
+from django.core.validators import MaxLengthValidator
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer
 from rest_framework import serializers
 
+from apps.common.validators import plain_text
 from apps.enforcement import parsing
 
 
+def text_field(max_length: int, **kwargs: object) -> serializers.CharField:
+    """A text field as parsing.py holds it: 1 to max_length characters, no control characters, not trimmed."""
+    return serializers.CharField(
+        max_length=max_length, min_length=1, trim_whitespace=False, validators=[plain_text], **kwargs
+    )
+
+
 class CheckInputSerializer(serializers.Serializer):
-    customer = serializers.CharField(max_length=parsing.MAX_CUSTOMER_LENGTH)
-    operation = serializers.CharField(max_length=parsing.MAX_OPERATION_LENGTH)
-    resource = serializers.CharField(max_length=parsing.MAX_RESOURCE_LENGTH, required=False, allow_blank=True)
+    customer = text_field(parsing.MAX_CUSTOMER_LENGTH)
+    operation = text_field(parsing.MAX_OPERATION_LENGTH)
+    resource = text_field(parsing.MAX_RESOURCE_LENGTH, required=False)
     attributes = serializers.DictField(
-        child=serializers.CharField(max_length=parsing.MAX_ATTRIBUTE_VALUE_LENGTH, allow_blank=True), required=False
+        child=text_field(parsing.MAX_ATTRIBUTE_VALUE_LENGTH),
+        required=False,
+        validators=[MaxLengthValidator(parsing.MAX_ATTRIBUTES)],
+        help_text=f"Attribute name (letters, digits, _ . -; max 64) → value; at most {parsing.MAX_ATTRIBUTES}.",
     )
     costs = serializers.DictField(
         child=serializers.IntegerField(min_value=0, max_value=parsing.MAX_COST),
         required=False,
-        help_text="Unit → non-negative integer; `requests` defaults to 1.",
+        validators=[MaxLengthValidator(parsing.MAX_COST_UNITS)],
+        help_text=f"Unit → non-negative integer; `requests` defaults to 1; at most {parsing.MAX_COST_UNITS} units.",
     )
     ip = serializers.IPAddressField(required=False)
-    request_id = serializers.CharField(
-        max_length=parsing.MAX_REQUEST_ID_LENGTH, required=False, help_text="Repeats within 10 minutes replay."
+    request_id = text_field(
+        parsing.MAX_REQUEST_ID_LENGTH,
+        required=False,
+        help_text="Repeats within 10 minutes replay the first decision; the same id with other parameters is 422.",
     )
     dry_run = serializers.BooleanField(required=False, default=False)
 
@@ -42,15 +58,18 @@ class LimitResultSerializer(serializers.Serializer):
 
 class DecisionSerializer(serializers.Serializer):
     allowed = serializers.BooleanField()
-    code = serializers.ChoiceField(choices=["OK", "OVER_LIMIT", "DENIED"])
-    retry_after_ms = serializers.IntegerField(allow_null=True)
+    code = serializers.ChoiceField(
+        choices=["OK", "OVER_LIMIT", "COST_EXCEEDS_LIMIT", "DENIED"],
+        help_text="COST_EXCEEDS_LIMIT: the check costs more than a limit's capacity and will never be admitted.",
+    )
+    retry_after_ms = serializers.IntegerField(allow_null=True, help_text="null: waiting will not help.")
     degraded = serializers.BooleanField()
+    message = serializers.CharField(allow_null=True, help_text="Why the check was refused, in words; null if allowed.")
     limits = LimitResultSerializer(many=True)
 
 
 class BatchInputSerializer(serializers.Serializer):
-    # DRF passes max_length on to the ListSerializer that many=True makes; the stubs' __init__ omits it.
-    items = CheckInputSerializer(many=True, max_length=parsing.MAX_BATCH_ITEMS)  # type: ignore[call-arg]
+    items = serializers.ListField(child=CheckInputSerializer(), min_length=1, max_length=parsing.MAX_BATCH_ITEMS)
     mode = serializers.ChoiceField(choices=parsing.BATCH_MODES, default="independent")
 
 
@@ -84,10 +103,8 @@ class LeaseRenewedSerializer(serializers.Serializer):
 
 
 class CustomerLimitsQuerySerializer(serializers.Serializer):
-    resource = serializers.CharField(
-        max_length=parsing.MAX_RESOURCE_LENGTH, required=False, default="", allow_blank=True
-    )
-    ip = serializers.IPAddressField(required=False, default="", allow_blank=True)
+    resource = text_field(parsing.MAX_RESOURCE_LENGTH, required=False, default="")
+    ip = serializers.IPAddressField(required=False, default="")
 
 
 class EffectiveLimitSerializer(serializers.Serializer):
@@ -140,3 +157,14 @@ DECISION_OR_ERROR = PolymorphicProxySerializer(
 ERROR_RESPONSES = {status: ErrorSerializer for status in (400, 401, 403, 413, 429)}
 NOT_FOUND_RESPONSES = {**ERROR_RESPONSES, 404: ErrorSerializer}
 DECISION_RESPONSES = {**ERROR_RESPONSES, 200: DecisionSerializer, 429: DECISION_OR_ERROR, 403: DECISION_OR_ERROR}
+
+
+
+def _path_text(name: str, max_length: int, description: str) -> OpenApiParameter:
+    """A text value taken from the path, held to the body's rules (parsing.parse_path_text)."""
+    pattern = "^[^\\u0000-\\u001f\\u007f]{1," + str(max_length) + "}$"
+    return OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.PATH, pattern=pattern, description=description)
+
+
+CUSTOMER_PATH = _path_text("customer", parsing.MAX_CUSTOMER_LENGTH, "The customer's id, as checks send it.")
+LEASE_ID_PATH = _path_text("lease_id", parsing.MAX_LEASE_ID_LENGTH, "The id the lease was acquired with.")

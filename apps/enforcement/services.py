@@ -26,6 +26,8 @@ from apps.limits.resolution import Resolution, resolve
 from apps.limits.snapshot import LimitConfig, Snapshot
 
 OK, OVER_LIMIT, DENIED = "OK", "OVER_LIMIT", "DENIED"
+# Refused because the check costs more than a limit's capacity: no wait will ever admit it as sent.
+COST_EXCEEDS_LIMIT = "COST_EXCEEDS_LIMIT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +81,25 @@ def outcome_of_rule(resolved: Resolved) -> CheckOutcome:
 def outcome_of_decision(decision: Decision | FallbackDecision, limits: Sequence[LimitConfig]) -> CheckOutcome:
     return CheckOutcome(
         allowed=decision.allowed,
-        code=OK if decision.allowed else OVER_LIMIT,
+        code=OK if decision.allowed else OVER_LIMIT if decision.retry_after_ms is not None else COST_EXCEEDS_LIMIT,
         retry_after_ms=decision.retry_after_ms,
         limits=decision.limits,
         windows_s={limit.name: window_seconds(limit) for limit in limits},
         degraded=isinstance(decision, FallbackDecision),
     )
+
+
+def outcome_message(outcome: CheckOutcome) -> str | None:
+    """Why a check was refused, in words (None when it was admitted)."""
+    if outcome.allowed:
+        return None
+    if outcome.code == DENIED:
+        return "Refused by an access rule (a deny rule or an inactive customer); waiting will not help."
+    over = [result for result in outcome.limits if result.over and not result.shadow]
+    names = ", ".join(f"“{result.name}” ({result.limit} {result.unit})" for result in over) or "a limit"
+    if outcome.code == COST_EXCEEDS_LIMIT:
+        return f"This check costs more than {names} can ever admit: split it, or ask for a higher limit."
+    return f"Over {names}; retry after {outcome.retry_after_ms} ms."
 
 
 def specs_of(limits: Sequence[LimitConfig]) -> list[LimitSpec]:

@@ -4,8 +4,8 @@ Query parameters (anything else is refused with 400):
   customer     repeat for several customers (at most 100). Required for a key bound to a customer, and
                must then be that customer (403 otherwise); a service-wide key may leave it out to read
                every customer.
-  operation    optional, repeatable (at most 100); an empty value is ignored. A key limited to some
-               operations reads only those (403 for another).
+  operation    optional, repeatable (at most 100). A key limited to some operations reads only
+               those (403 for another). Names are non-empty and hold no control characters (400).
   from, to     ISO 8601 with an offset (Z or ±hh:mm, + written %2B); rows with from <= bucket < to.
   granularity  minute | hour | day (default hour): the UsageMinute, UsageHour or UsageDay table.
                One request covers at most 7 days of minutes or 400 days of hours (400 beyond: narrow
@@ -86,7 +86,7 @@ class UsageListApi(ServiceApi):
             start=params["from"],
             end=params["to"],
             customers=tuple(dict.fromkeys(params.get("customer", ()))),
-            operations=tuple(dict.fromkeys(name for name in params.get("operation", ()) if name)),
+            operations=tuple(dict.fromkeys(params.get("operation", ()))),
         )
         rows = usage_report_rows_for_key(principal=request_principal(request), filters=filters)
         if params["format"] == "csv":

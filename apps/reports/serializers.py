@@ -11,6 +11,7 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.enforcement import parsing
+from apps.enforcement.serializers import text_field
 from apps.reports.exports.columns import COLUMN_DOCS
 from apps.reports.filters import MAX_NAMES
 from apps.reports.selectors import MAX_RANGE, Position
@@ -64,7 +65,7 @@ def cursor_decode(token: str) -> Position:
 
 
 def _plain_text(value: Any) -> bool:
-    return isinstance(value, str) and "\x00" not in value and len(value) <= parsing.MAX_CUSTOMER_LENGTH
+    return parsing.text_problem(value, parsing.MAX_CUSTOMER_LENGTH) is None
 
 
 def _renamed_from(fields: dict[str, Any]) -> dict[str, Any]:
@@ -91,16 +92,16 @@ class RepeatedField(serializers.ListField):
 
 class UsageQuerySerializer(serializers.Serializer):
     customer = RepeatedField(
-        child=serializers.CharField(max_length=parsing.MAX_CUSTOMER_LENGTH),
+        child=text_field(parsing.MAX_CUSTOMER_LENGTH),
         required=False,
         max_length=MAX_NAMES,
         help_text="Only these customers (repeat the parameter for several). Required for a key bound to a customer.",
     )
     operation = RepeatedField(
-        child=serializers.CharField(max_length=parsing.MAX_OPERATION_LENGTH, allow_blank=True),
+        child=text_field(parsing.MAX_OPERATION_LENGTH),
         required=False,
         max_length=MAX_NAMES,
-        help_text="Only these operations (repeat the parameter for several); an empty value is ignored.",
+        help_text="Only these operations (repeat the parameter for several).",
     )
     from_ = OffsetDateTimeField(help_text="Start (inclusive): ISO 8601 with an offset.")
     to = OffsetDateTimeField(help_text="End (exclusive): ISO 8601 with an offset, after `from`.")

@@ -111,3 +111,43 @@ def test_a_null_lease_ttl_is_refused() -> None:
     with pytest.raises(ParseError) as caught:
         parse_lease({**VALID, "ttl_s": None})
     assert "ttl_s" in caught.value.fields
+
+
+CONTROL_CHARACTERS = [chr(code) for code in range(0x20)] + ["\x7f"]
+TEXT_FIELDS = ("customer", "operation", "resource", "request_id")
+
+
+@pytest.mark.parametrize("field", TEXT_FIELDS)
+@pytest.mark.parametrize("control", CONTROL_CHARACTERS, ids=lambda c: f"U+{ord(c):04X}")
+def test_a_control_character_in_any_text_field_is_refused_on_that_field(field, control) -> None:
+    errors = errors_for({**VALID, field: f"a{control}b"})
+
+    assert list(errors) == [field]
+    assert "control characters" in errors[field][0]
+
+
+@pytest.mark.parametrize("field", [*TEXT_FIELDS, "ip"])
+def test_an_empty_string_is_refused_in_every_text_field(field) -> None:
+    assert field in errors_for({**VALID, field: ""})
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"attributes": {"tier": "gold\x00"}}, "attributes"),
+        ({"attributes": {"tier": ""}}, "attributes"),
+        ({"attributes": {"tier\n": "gold"}}, "attributes"),  # `$` would have let a final newline through
+        ({"costs": {"records\n": 1}}, "costs"),
+        ({"ip": "10.0.0.1\x00"}, "ip"),
+    ],
+)
+def test_attribute_names_and_values_units_and_ips_refuse_control_characters(data, field) -> None:
+    assert field in errors_for({**VALID, **data})
+
+
+def test_a_batch_names_the_item_with_a_control_character() -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_batch({"items": [VALID, {**VALID, "customer": "a\x00b"}]})
+
+    assert caught.value.fields == {"items": {"1": {"customer": [caught.value.fields["items"]["1"]["customer"][0]]}}}
+    assert "control characters" in caught.value.fields["items"]["1"]["customer"][0]
