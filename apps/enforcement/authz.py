@@ -3,6 +3,8 @@
 nginx `auth_request`, Traefik ForwardAuth and Envoy ext_authz (HTTP) each send the original method and
 URI in their own way; the operation comes from a configured method + path mapping, the customer from a
 configured header or the key's own customer, the resource from a named group `resource` in the path.
+Routes match the path in its canonical spelling (apps/enforcement/paths.py), so `/streams/`, `//streams` or
+`/%73treams` are counted like `/streams`; a path with no canonical spelling (an encoded slash) is refused.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from apps.apikeys.selectors import ApiPrincipal
-from apps.common.exceptions import InvalidInput
+from apps.common.exceptions import Forbidden, InvalidInput
 from apps.enforcement.parsing import MAX_CUSTOMER_LENGTH, ParseError, parse_check
+from apps.enforcement.paths import PathRefused, path_normalize
 from apps.enforcement.services import DENIED, OK, CheckOutcome, check_evaluate
 from apps.engine import CheckItem
 from apps.limits.snapshot import Snapshot
@@ -37,9 +40,10 @@ class Route:
 @dataclass(frozen=True)
 class ForwardedRequest:
     method: str
-    path: str
+    path: str  # canonical (path_normalize), or "" when refused
     customer_header: str
     ip: str
+    path_refused: str = ""  # why the path has no canonical spelling; the request is then refused
 
 
 @lru_cache(maxsize=1)
@@ -67,7 +71,11 @@ def forwarded_request(meta: dict[str, Any], own_method: str, tail: str) -> Forwa
     header = "HTTP_" + settings.QUOTA_AUTHZ_CUSTOMER_HEADER.upper().replace("-", "_")
     ip_header = "HTTP_" + settings.QUOTA_AUTHZ_IP_HEADER.upper().replace("-", "_")
     ip = (meta.get(ip_header) or "").split(",")[-1].strip() or meta.get("REMOTE_ADDR", "")
-    return ForwardedRequest(method.upper(), uri.split("?", 1)[0], meta.get(header, ""), ip)
+    try:
+        path, refused = path_normalize(uri), ""
+    except PathRefused as error:
+        path, refused = "", str(error)
+    return ForwardedRequest(method.upper(), path, meta.get(header, ""), ip, refused)
 
 
 def authz_evaluate(
@@ -77,15 +85,22 @@ def authz_evaluate(
     QUOTA_AUTHZ_UNMATCHED (allow or deny) and is reported as operation ""."""
     if forwarded.customer_header:
         principal.authorize(forwarded.customer_header)
+    if forwarded.path_refused:
+        raise Forbidden(forwarded.path_refused, code="path_refused")
     for route in authz_routes():
         if route.method not in ("*", forwarded.method):
             continue
-        found = route.path.fullmatch(forwarded.path)
+        found = _route_match(route, forwarded.path)
         if found:
             item = _check_item(principal, forwarded, route.operation, found.groupdict().get("resource") or "")
             return route.operation, check_evaluate(principal=principal, item=item, snapshot=snapshot)
     allowed = settings.QUOTA_AUTHZ_UNMATCHED == "allow"
     return "", CheckOutcome(allowed, OK if allowed else DENIED, 0 if allowed else None, (), {})
+
+
+def _route_match(route: Route, path: str) -> re.Match[str] | None:
+    # Canonical paths have no trailing slash; a route written with one ("/streams/") still matches.
+    return route.path.fullmatch(path) or (route.path.fullmatch(path + "/") if path != "/" else None)
 
 
 def _check_item(principal: ApiPrincipal, forwarded: ForwardedRequest, operation: str, resource: str) -> CheckItem:
@@ -95,10 +110,10 @@ def _check_item(principal: ApiPrincipal, forwarded: ForwardedRequest, operation:
             f"No customer: send the {settings.QUOTA_AUTHZ_CUSTOMER_HEADER} header or use a customer-bound key.",
             fields={settings.QUOTA_AUTHZ_CUSTOMER_HEADER: ["required"]},
         )
+    fields = {"customer": customer[: MAX_CUSTOMER_LENGTH + 1], "operation": operation}
+    # Absent rather than empty: the check API refuses empty text (a route without a resource group, no address).
+    fields.update({name: value for name, value in (("resource", resource), ("ip", forwarded.ip)) if value})
     try:
-        return parse_check(
-            {"customer": customer[:MAX_CUSTOMER_LENGTH + 1], "operation": operation, "resource": resource,
-             "ip": forwarded.ip}
-        )  # fmt: skip
+        return parse_check(fields)
     except ParseError as error:
         raise InvalidInput("The forwarded request cannot be checked; see fields.", fields=error.fields) from None
