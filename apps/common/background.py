@@ -2,6 +2,11 @@
 
 The hot path calls `record(key, value)` (a dict assignment); a daemon thread calls `flush` every
 `interval_s` seconds with what piled up. Interval 0 starts no thread (tests flush by hand).
+
+A round is one database transaction. An entry the database refuses on its own (a NUL byte in a customer
+id, a value too long: quarantine.py) is set aside, logged and counted, and the others are written; it is
+not retried, since it would fail every round. Any other failure (the database away) drops the round, as
+these writes are bookkeeping the hot path records again on the next use of the same key.
 """
 
 from __future__ import annotations
@@ -10,6 +15,10 @@ import logging
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from django.db import transaction
+
+from apps.common.quarantine import UNWRITABLE, rows_quarantined, rows_sift
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +51,9 @@ class PeriodicThread(threading.Thread):
 
 
 class BackgroundRecorder:
+    """`write(entries)` writes a dict of entries to the database; writing an entry twice must change
+    nothing (a round that sets an entry aside writes the others again)."""
+
     def __init__(self, name: str, write: Callable[[dict[str, Any]], Any], interval_s: Callable[[], float]) -> None:
         self._name = name
         self._write = write
@@ -61,4 +73,15 @@ class BackgroundRecorder:
     def flush(self) -> Any:
         with self._lock:
             pending, self._pending = self._pending, {}
-        return self._write(pending) if pending else None
+        if not pending:
+            return None
+        try:
+            with transaction.atomic():
+                return self._write(pending)
+        except UNWRITABLE:
+            pass  # an entry is refused on its own: find it, write the others
+        with transaction.atomic():
+            sifted = rows_sift(list(pending.items()), lambda part: self._write(dict(part)))
+            written = self._write(dict(sifted.good)) if sifted.good else None
+        rows_quarantined(writer=self._name, keys=[(key, reason) for (key, _), reason in sifted.bad])
+        return written

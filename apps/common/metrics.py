@@ -67,6 +67,13 @@ CHECK_SECONDS = Histogram(
     buckets=CHECK_SECONDS_BUCKETS,
 )
 REDIS_ERRORS = Counter("quota_redis_errors", "Failed Redis calls by kind of failure.", ["kind"])
+# writer: a constant of our code (usage_flush, decision_ledger, a background recorder's name), so few series.
+ROWS_QUARANTINED = Counter(
+    "quota_rows_quarantined",
+    "Rows a batch writer set aside because the database refused them on their own (e.g. a NUL byte); "
+    "the rest of the batch was written. See apps/common/quarantine.py.",
+    ["writer"],
+)
 
 
 class LabelCap:
@@ -158,6 +165,11 @@ def redis_error_kind(error: BaseException) -> str:
 def redis_error_recorded(kind: str) -> None:
     """Count one failed Redis call. `kind`: one of REDIS_ERROR_KINDS (see `redis_error_kind`), else "other"."""
     REDIS_ERRORS.labels(kind=kind if kind in REDIS_ERROR_KINDS else OTHER).inc()
+
+
+def rows_quarantined_count(*, writer: str, count: int = 1) -> None:
+    """Count `count` rows `writer` quarantined (apps/common/quarantine.py); off the hot path."""
+    ROWS_QUARANTINED.labels(writer=writer).inc(count)
 
 
 def _decision_child(operation: str, outcome: str) -> Counter:
