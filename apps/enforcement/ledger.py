@@ -5,6 +5,11 @@ Redis counts the decisions it makes inside its script. The others (access rules,
 written every QUOTA_LEDGER_FLUSH_S seconds and when the process exits; a write that fails is kept for the next
 round. (What the `database` policy admits is written in its own transaction instead: fallback/decide.py.) A
 process killed outright loses what it had not written yet: at most QUOTA_LEDGER_FLUSH_S seconds of them.
+
+A row the database refuses on its own (a NUL byte in a customer id) is not kept for the next round: it would
+fail every round and hold every other decision back with it, in a pile that only grows. The write sifts the
+rows (apps/common/quarantine.py), adds the others and stores the refused ones in QuarantinedUsage, in one
+transaction. Any other failure keeps them all pending, as before.
 """
 
 from __future__ import annotations
@@ -18,14 +23,17 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.common.background import PeriodicThread
+from apps.common.quarantine import UNWRITABLE, Sifted, rows_quarantined, rows_sift
 from apps.enforcement.recovery import Spending, rebuilds_mark
 from apps.enforcement.specs import counter_reach_ms
 from apps.engine import CheckItem
 from apps.engine.store.plan import usage_costs
 from apps.usage.services import DecisionCounts, counter_records_add, usage_decisions_add
+from apps.usage.services.quarantine import usage_quarantine_add
 
 logger = logging.getLogger(__name__)
 MINUTE_MS = 60_000
+WRITER = "decision_ledger"  # the quarantine's writer label
 OUTCOMES = ("allowed", "denied", "rule_denied", "unavailable")
 
 Key = tuple[str, str, int]  # customer, operation, minute
@@ -40,12 +48,25 @@ def decision_counts(item: CheckItem, outcome: str, *, degraded: bool, now_ms: in
                           **counts)  # fmt: skip
 
 
-def decisions_write(rows: list[DecisionCounts], spending: Spending) -> None:
-    """Add decision counts, and what they spent on durable counters, in one transaction."""
+def decisions_write(rows: list[DecisionCounts], spending: Spending) -> int:
+    """Add decision counts, and what they spent on durable counters, in one transaction; how many rows were
+    added. Rows the database refuses on their own are quarantined instead (module docstring)."""
+    try:
+        return _decisions_add(rows, spending, sift=False)
+    except UNWRITABLE:
+        return _decisions_add(rows, spending, sift=True)
+
+
+def _decisions_add(rows: list[DecisionCounts], spending: Spending, *, sift: bool) -> int:
     with transaction.atomic():
-        usage_decisions_add(rows=rows)
+        sifted = rows_sift(rows, lambda part: usage_decisions_add(rows=part)) if sift else Sifted(good=rows)
+        usage_decisions_add(rows=sifted.good)
         counter_records_add(records=spending.records, reach=counter_reach_ms)
         rebuilds_mark(counters=spending.counters)
+        refused = [((row.customer, row.operation, row.minute), row, reason) for row, reason in sifted.bad]
+        usage_quarantine_add(writer=WRITER, rows=refused)
+    rows_quarantined(writer=WRITER, keys=[(key, reason) for key, _, reason in refused])
+    return len(sifted.good)
 
 
 class DecisionLedger:
@@ -65,20 +86,21 @@ class DecisionLedger:
             self._start()
 
     def flush(self) -> int:
-        """Write what is pending; on failure it stays pending. How many decisions were written."""
+        """Write what is pending; on failure it stays pending. How many decisions were written (those the
+        database refuses on their own are quarantined, not written)."""
         with self._lock:
             rows, spending = self._rows, self._spending
             self._rows, self._spending = [], Spending()
         if not rows and not spending.records:
             return 0
         try:
-            decisions_write(rows, spending)
+            written = decisions_write(rows, spending)
         except Exception:
             with self._lock:  # keep them for the next round, in front of what came meanwhile
                 self._rows[:0] = rows
                 self._spending.merge([spending])
             raise
-        return len(rows)
+        return written
 
     def discard(self) -> None:
         """Forget what is pending, unwritten (tests start each with an empty ledger)."""

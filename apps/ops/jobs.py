@@ -45,6 +45,7 @@ class PurgeReport:
     days: int = 0
     claims: int = 0
     counter_records: int = 0
+    quarantined_usage: int = 0
     overrides: int = 0
     access_rules: int = 0
     fallback_counters: int = 0
@@ -57,6 +58,7 @@ class PurgeReport:
             f"purged {self.minutes} minute, {self.hours} hour and {self.days} day usage rows,"
             f" {self.overrides} expired overrides, {self.access_rules} expired access rules,"
             f" {self.claims} old flush claims, {self.counter_records} counter records past their reach,"
+            f" {self.quarantined_usage} old quarantined usage rows,"
             f" {self.fallback_counters} fallback windows,"
             f" {self.fallback_requests} fallback request ids, {self.heartbeats} stale heartbeats;"
             " expired leases and orphan Redis counters expire by TTL in Redis"

@@ -7,7 +7,7 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
-from apps.usage.models import UsageDay, UsageHour, UsageMinute
+from apps.usage.models import QuarantinedUsage, UsageDay, UsageHour, UsageMinute
 
 # Counting stops here: above it the changelist shows the planner's estimate (or this number).
 COUNT_CAP = 10_000
@@ -75,3 +75,20 @@ class UsageAdmin(admin.ModelAdmin):
 admin.site.register(UsageMinute, UsageAdmin)
 admin.site.register(UsageHour, UsageAdmin)
 admin.site.register(UsageDay, UsageAdmin)
+
+
+@admin.register(QuarantinedUsage)
+class QuarantinedUsageAdmin(admin.ModelAdmin):
+    """Rows the flush or the ledger set aside (apps/common/quarantine.py): to read, never to edit. The table
+    stays small, so plain counting is fine; rows go with the minute retention (usage_purge)."""
+
+    list_display = ("quarantined_at", "writer", "key", "error")
+    list_filter = ("writer",)
+    search_fields = ("key",)
+    readonly_fields = ("quarantined_at", "writer", "minute", "key", "row", "error")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False

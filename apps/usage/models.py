@@ -144,3 +144,30 @@ class RollupMark(models.Model):
 
     def __str__(self) -> str:
         return f"minute {self.minute} to roll up (version {self.version})"
+
+
+class QuarantinedUsage(models.Model):
+    """A usage row the database refused on its own, set aside so it stops blocking the others.
+
+    A customer or operation holding a NUL byte (PostgreSQL text cannot store one), a name too long, a cost
+    unit jsonb cannot hold: retried, such a row would fail every flush until its usage expires from Redis,
+    and every other row of its minute and of the minutes after it with it. The flush and the ledger of
+    decisions made without Redis store it here instead (apps/common/quarantine.py), in the same transaction
+    as the rest of the batch, so it is neither counted twice nor lost without a trace. Its values are kept as
+    repr() text, which any text column holds; an operator can read what it counted and decide what to do.
+    """
+
+    writer = models.CharField(max_length=40, help_text="What set it aside: usage_flush or decision_ledger.")
+    minute = models.BigIntegerField(help_text="The UTC minute it counted, epoch_ms // 60000.")
+    key = models.TextField(help_text="repr() of (customer, operation, minute).")
+    row = models.TextField(help_text="repr() of everything the row held: counts, costs, counter records.")
+    error = models.TextField(help_text="Why the database refused it.")
+    quarantined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-quarantined_at"]
+        indexes = [models.Index(fields=["quarantined_at"], name="quarantined_usage_at")]
+        verbose_name_plural = "quarantined usage"
+
+    def __str__(self) -> str:
+        return f"{self.writer}: {self.key}"

@@ -1,5 +1,5 @@
-"""Deleting usage that has outlived its use: rows past each table's retention, old flush claims, and counter
-records no rebuild can need any more.
+"""Deleting usage that has outlived its use: rows past each table's retention, old flush claims, counter
+records no rebuild can need any more, and quarantined rows (kept as long as the minutes they would have been).
 
 Each app purges its own rows (expired overrides and rules in apps/limits, the database failure policy's
 windows in apps/enforcement); the purge_expired job (apps/ops/jobs.py) runs them all. Redis needs no purge:
@@ -15,7 +15,16 @@ from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from apps.engine.keys import USAGE_TTL_MS
-from apps.usage.models import CounterRecord, FlushedMinute, RollupMark, UsageBucket, UsageDay, UsageHour, UsageMinute
+from apps.usage.models import (
+    CounterRecord,
+    FlushedMinute,
+    QuarantinedUsage,
+    RollupMark,
+    UsageBucket,
+    UsageDay,
+    UsageHour,
+    UsageMinute,
+)
 from apps.usage.services.flush import MINUTE_MS, minute_start
 
 # A minute can still be flushed this long after it happened (the store keeps usage for USAGE_TTL_MS).
@@ -35,6 +44,7 @@ def usage_purge(*, now: dt.datetime | None = None) -> dict[str, int]:
         "days": _purge_usage(UsageDay, settings.QUOTA_RETENTION_DAY_DAYS, now, keep),
         "claims": _delete(old_claims),
         "counter_records": _delete(CounterRecord.objects.filter(until_ms__lt=_ms(now))),
+        "quarantined_usage": _purge_quarantined(settings.QUOTA_RETENTION_MINUTE_DAYS, now),
     }
 
 
@@ -54,6 +64,12 @@ def _purge_usage(model: type[UsageBucket], retention_days: int, now: dt.datetime
     if retention_days <= 0:  # 0 = keep forever
         return 0
     return _delete(model.objects.filter(bucket__lt=min(now - dt.timedelta(days=retention_days), kept_from)))
+
+
+def _purge_quarantined(retention_days: int, now: dt.datetime) -> int:
+    if retention_days <= 0:  # 0 = keep forever
+        return 0
+    return _delete(QuarantinedUsage.objects.filter(quarantined_at__lt=now - dt.timedelta(days=retention_days)))
 
 
 def _delete(queryset: QuerySet[Model]) -> int:
