@@ -74,7 +74,7 @@ def test_each_outcome_is_counted_under_its_own_label() -> None:
     decision_counted(operation=operation, outcome="DENIED")
 
     moved = {code: value("quota_decisions_total", operation=operation, outcome=code) - before[code] for code in before}
-    assert moved == {"OK": 0, "OVER_LIMIT": 2, "DENIED": 1}
+    assert moved == {"OK": 0, "OVER_LIMIT": 2, "COST_EXCEEDS_LIMIT": 0, "DENIED": 1}
 
 
 def test_an_unknown_outcome_is_a_programming_error() -> None:
@@ -132,3 +132,11 @@ def test_redis_error_recorded_counts_by_kind_and_folds_unknown_kinds_into_other(
     assert value("quota_redis_errors_total", kind="timeout") - before["timeout"] == 2
     assert value("quota_redis_errors_total", kind=OTHER) - before[OTHER] == 1
     assert value("quota_redis_errors_total", kind="made-up-kind") == 0
+
+
+def test_quarantined_rows_are_counted_per_writer() -> None:
+    before = value("quota_rows_quarantined_total", writer="test-writer")
+
+    metrics.rows_quarantined_count(writer="test-writer", count=2)
+
+    assert value("quota_rows_quarantined_total", writer="test-writer") == before + 2
