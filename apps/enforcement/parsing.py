@@ -118,13 +118,26 @@ def _costs(value: Any, errors: Errors) -> dict[str, int]:
         errors["costs"] = [f"Must be an object of unit → non-negative integer, not {_kind(value)}."]
         return {}
     problems = [f"At most {MAX_COST_UNITS} units."] if len(value) > MAX_COST_UNITS else []
+    costs: dict[str, int] = {}
     for unit, cost in value.items():
         if type(unit) is not str or not NAME.fullmatch(unit):
             problems.append(f"“{unit[:70]}” is not a valid unit name (letters, digits, _ . -; max 64).")
-        elif type(cost) is not int or not 0 <= cost <= MAX_COST:
+        elif (whole := _whole(cost, 0, MAX_COST)) is None:
             problems.append(f"“{unit}” must be a whole number from 0 to {MAX_COST}, not {cost!r:.40}.")
+        else:
+            costs[unit] = whole
     if problems:
         errors["costs"] = problems
+    return costs
+
+
+def _whole(value: Any, low: int, high: int) -> int | None:
+    """`value` as an int in [low, high], or None. A JSON number with no fraction (5.0) is a whole number
+    (JSON Schema's `integer`); booleans are not."""
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is not int or not low <= value <= high:
+        return None
     return value
 
 
@@ -268,7 +281,7 @@ def parse_path_text(name: str, value: str, max_length: int) -> str:
 def parse_ttl(data: Any) -> int | None:
     if type(data) is not dict or "ttl_s" not in data:
         return None
-    ttl = data["ttl_s"]
-    if type(ttl) is not int or not 1 <= ttl <= MAX_LEASE_TTL_S:
+    ttl = _whole(data["ttl_s"], 1, MAX_LEASE_TTL_S)
+    if ttl is None:
         raise ParseError({"ttl_s": [f"Must be a whole number of seconds from 1 to {MAX_LEASE_TTL_S}."]})
     return ttl

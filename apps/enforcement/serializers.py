@@ -4,6 +4,8 @@ The hot path validates with parsing.py (same rules, a fraction of the cost); the
 test runs this schema against the real endpoints, which keeps the two in step.
 """
 
+from typing import Any
+
 from django.core.validators import MaxLengthValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer
@@ -13,7 +15,7 @@ from apps.common.validators import plain_text
 from apps.enforcement import parsing
 
 
-def text_field(max_length: int, **kwargs: object) -> serializers.CharField:
+def text_field(max_length: int, **kwargs: Any) -> serializers.CharField:
     """A text field as parsing.py holds it: 1 to max_length characters, no control characters, not trimmed."""
     return serializers.CharField(
         max_length=max_length, min_length=1, trim_whitespace=False, validators=[plain_text], **kwargs
@@ -157,7 +159,6 @@ DECISION_OR_ERROR = PolymorphicProxySerializer(
 ERROR_RESPONSES = {status: ErrorSerializer for status in (400, 401, 403, 413, 429)}
 NOT_FOUND_RESPONSES = {**ERROR_RESPONSES, 404: ErrorSerializer}
 DECISION_RESPONSES = {**ERROR_RESPONSES, 200: DecisionSerializer, 429: DECISION_OR_ERROR, 403: DECISION_OR_ERROR}
-
 
 
 def _path_text(name: str, max_length: int, description: str) -> OpenApiParameter:

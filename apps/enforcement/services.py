@@ -15,12 +15,13 @@ from django.conf import settings
 
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.background import BackgroundRecorder
+from apps.common.exceptions import Unprocessable
 from apps.customers.services import customers_record_seen
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
 from apps.enforcement.ledger import decision_counts, decision_ledger
 from apps.enforcement.specs import limit_spec_of, window_seconds
 from apps.enforcement.store import engine_call
-from apps.engine import BatchMode, CheckItem, Decision, LimitResult, LimitSpec
+from apps.engine import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, LimitSpec
 from apps.limits.models import Algorithm, RuleAction
 from apps.limits.resolution import Resolution, resolve
 from apps.limits.snapshot import LimitConfig, Snapshot
@@ -108,9 +109,12 @@ def specs_of(limits: Sequence[LimitConfig]) -> list[LimitSpec]:
 
 def decide(item: CheckItem, limits: Sequence[LimitConfig]) -> CheckOutcome:
     """One engine round trip, or the limits' failure policies when Redis is unreachable or the breaker is open."""
-    decision = engine_call(
-        lambda store: store.check(item, specs_of(limits)), fallback=lambda: fallback_check(item, limits)
-    )
+    try:
+        decision = engine_call(
+            lambda store: store.check(item, specs_of(limits)), fallback=lambda: fallback_check(item, limits)
+        )
+    except IdempotencyKeyReused:
+        raise request_id_reused() from None
     return outcome_of_decision(decision, limits)
 
 
@@ -131,9 +135,13 @@ def check_batch_evaluate(
     resolved = [check_resolve(principal, item, snapshot) for item in items]
     if mode == "atomic" and any(r.resolution.action == RuleAction.DENY for r in resolved):
         return [_refused_by_rule(r) for r in resolved]
+    positions = [index for index, r in enumerate(resolved) if not r.resolution.action]
+    try:
+        decided = iter(_decide_batch([resolved[index] for index in positions], mode))
+    except IdempotencyKeyReused as error:
+        raise request_id_reused({str(positions[index]): REUSED for index in error.indexes}) from None
+    # Rule decisions are counted only now: a batch refused above consumed nothing, not even usage.
     ruled = {index: outcome_of_rule(r) for index, r in enumerate(resolved) if r.resolution.action}
-    pending = [resolved[index] for index in range(len(items)) if index not in ruled]
-    decided = iter(_decide_batch(pending, mode))
     return [ruled[index] if index in ruled else next(decided) for index in range(len(items))]
 
 
@@ -146,6 +154,19 @@ def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome
         fallback=lambda: _degraded_batch(pending, mode),
     )
     return [outcome_of_decision(d, check.counted) for d, check in zip(decisions, pending, strict=True)]
+
+
+REUSED = {"request_id": ["Already used within the last 10 minutes for a request with other parameters."]}
+
+
+def request_id_reused(item_fields: dict[str, object] | None = None) -> Unprocessable:
+    """The 422 for a request id reused with other parameters (the IETF Idempotency-Key draft, Stripe)."""
+    return Unprocessable(
+        "This request_id was already used for a different request; send a new id for a new request "
+        "(or the same parameters to get the first answer again).",
+        code="idempotency_key_reused",
+        fields=REUSED if item_fields is None else {"items": item_fields},
+    )
 
 
 def _degraded_batch(pending: list[Resolved], mode: str) -> list[FallbackDecision]:

@@ -151,3 +151,11 @@ def test_a_batch_names_the_item_with_a_control_character() -> None:
 
     assert caught.value.fields == {"items": {"1": {"customer": [caught.value.fields["items"]["1"]["customer"][0]]}}}
     assert "control characters" in caught.value.fields["items"]["1"]["customer"][0]
+
+
+def test_a_whole_number_written_with_a_fraction_is_a_whole_number() -> None:
+    """JSON Schema's `integer` includes 5.0; 5.5, true and 2**53 are not costs."""
+    assert parse_check({**VALID, "costs": {"records": 5.0}}).costs == {"records": 5}
+    assert type(parse_check({**VALID, "costs": {"records": 5.0}}).costs["records"]) is int
+    for bad in (5.5, True, 2**53, -1.0, float("inf")):
+        assert "costs" in errors_for({**VALID, "costs": {"records": bad}}), bad
