@@ -260,7 +260,7 @@ QUOTA_BOOKKEEPING_FLUSH_S = env.float("QUOTA_BOOKKEEPING_FLUSH_S", default=30.0)
 # Seconds between writes of the decisions made without Redis (access rules, failure policies) to usage.
 QUOTA_LEDGER_FLUSH_S = env.float("QUOTA_LEDGER_FLUSH_S", default=5.0)
 # Failed API-key attempts per client address (after TRUSTED_PROXY_COUNT proxies) and per presented key
-# prefix: past the limit within the window, further failures answer 429. A valid key is never refused.
+# prefix: past the limit within the window, further failures answer 429 (0 = off). A valid key is never refused.
 QUOTA_BAD_KEY_LIMIT = env.int("QUOTA_BAD_KEY_LIMIT", default=20)
 QUOTA_BAD_KEY_WINDOW_S = env.float("QUOTA_BAD_KEY_WINDOW_S", default=60.0)
 # A check on an operation that is not configured: "allow" (no limits apply, the answer warns) or "reject" (404).

@@ -55,6 +55,7 @@ def test_the_migration_creates_the_three_roles_with_their_permissions() -> None:
         "history.view_changeevent",
         "reports.view_exportjob",
         "reports.export_usage",
+        "usage.view_quarantinedusage",
     }
     assert {codename.split(".")[1].split("_")[0] for codename in read_only} == {"view"}
     assert {"limits.view_limit", "apikeys.view_apikey", "usage.view_usageday"} <= read_only
@@ -133,9 +134,15 @@ def test_the_migration_can_be_reversed_and_applied_again() -> None:
 
 
 def test_running_the_roles_again_changes_nothing() -> None:
-    migration = importlib.import_module("apps.accounts.migrations.0001_roles")
     before = {role: _permissions(role) for role in ROLES}
 
-    migration.roles_create(apps, None)
+    importlib.import_module("apps.accounts.migrations.0001_roles").roles_create(apps, None)
+    importlib.import_module("apps.accounts.migrations.0002_quarantined_usage_view").grant(apps, None)
 
     assert {role: _permissions(role) for role in ROLES} == before
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_role_sees_the_quarantined_usage(login, role: str) -> None:
+    assert "usage.view_quarantinedusage" in _permissions(role)
+    assert login(role).get("/admin/usage/quarantinedusage/").status_code == 200
