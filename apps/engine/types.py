@@ -34,6 +34,18 @@ class InvalidCheck(ValueError):
     """A limit or a check the engine cannot evaluate (raised before anything is counted)."""
 
 
+class IdempotencyKeyReused(Exception):
+    """A request id remembered (or repeated earlier in the same batch) for a check with other parameters.
+
+    Raised before anything is decided or written: the whole call consumed nothing. `indexes`: the positions
+    (from 0) of the offending items in the call (a single check or a lease is item 0).
+    """
+
+    def __init__(self, indexes: tuple[int, ...]) -> None:
+        super().__init__(f"request id reused with different parameters by item(s) {list(indexes)}")
+        self.indexes = indexes
+
+
 def _require(condition: bool, message: str) -> None:
     if not condition:
         raise InvalidCheck(message)
@@ -138,8 +150,11 @@ class CheckItem:
     """One request to decide: who spends what, on which operation.
 
     costs: unit -> non-negative integer; "requests" is 1 when absent.
-    request_id: a repeat within 10 minutes returns the first decision and consumes nothing.
-    dry_run: evaluate without consuming (and without recording usage or the request id).
+    request_id: a repeat within 10 minutes returns the first decision and consumes nothing; the same id with
+        other parameters (operation, resource, attributes, costs, dry_run, lease ttl) raises
+        IdempotencyKeyReused (plan.request_fingerprint).
+    dry_run: evaluate without consuming (and without recording usage or the request id; an id remembered
+        for a real check is refused as reused).
     timezone: IANA zone of the customer, used by calendar limits.
     """
 

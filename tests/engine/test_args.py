@@ -133,11 +133,15 @@ def test_a_batch_reads_back_as_its_plans_with_shared_counters_defined_once() -> 
         [("bytes", 5), ("records", 2), ("requests", 1)],
     ]
     assert [item.usage for item in items] == [LAYOUT.usage_base(p.item) for p in plans]
-    assert [item.idempotency_key for item in items] == ["t:i:{c=acct-1}:r-1", None, None]
+    # a dry run sends its request id too: the script compares it with a stored decision, never stores it
+    assert [item.idempotency_key for item in items] == ["t:i:{c=acct-1}:r-1", "t:i:{c=acct-1}:r-2", None]
     assert [item.dry_run for item in items] == [False, True, False]
     descriptor = items[0].descriptor or ""
-    assert json.loads(descriptor.split("|", 1)[1])[2] == ["bytes", "token_bucket", "bytes", 1000, False]
-    assert [item.descriptor for item in items[1:]] == [None, None]
+    lease_id, described, fingerprint = descriptor.split("|")
+    assert (lease_id, fingerprint) == ("", plans[0].fingerprint)
+    assert json.loads(described)[2] == ["bytes", "token_bucket", "bytes", 1000, False]
+    assert (items[1].descriptor or "").endswith("|" + plans[1].fingerprint)
+    assert items[2].descriptor is None
 
 
 def test_a_lease_sends_its_member_ttl_and_lease_id() -> None:

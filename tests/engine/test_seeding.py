@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 import redis
 
-from apps.engine import CheckItem, InvalidCheck, LimitSpec, ManualClock, MemoryStore
+from apps.engine import CheckItem, InvalidCheck, KeyLayout, LimitSpec, ManualClock, MemoryStore
 from apps.engine.durability import History
 from apps.engine.store.redis import RedisStore
 from apps.engine.types import SeedRequest
@@ -192,3 +192,41 @@ def test_rebuilding_costs_one_more_round_trip_once_and_none_after(redis_url, key
         assert sent(seen_by_redis(redis_url, client, lambda: store.check(CHECK, [DAILY]))) == ["EVALSHA"]
     finally:
         client.close()
+
+
+def written(store: RedisStore | MemoryStore) -> list[str]:
+    """Every key the store holds under its prefix (Redis: counters, epoch, usage, ids; memory: counters)."""
+    return store.counter_keys(store.key_prefix)
+
+
+@pytest.mark.parametrize("algorithm", list(DURABLE))
+def test_a_dry_run_answers_from_a_lost_counters_records_and_writes_nothing(stores, records, midday, algorithm) -> None:
+    spec = LimitSpec("lim", algorithm, QUANTITY, key_by=("customer",), durable=True, **DURABLE[algorithm])  # type: ignore[arg-type]
+    store = stores()
+    for _ in range(SPENT):
+        store.check(CHECK, [spec])
+    records.collect(store)
+    after_loss = stores()
+    before = written(after_loss)
+
+    dry = after_loss.check(replace(CHECK, dry_run=True), [spec])
+
+    assert written(after_loss) == before  # no seed, no epoch
+    real = after_loss.check(CHECK, [spec])
+    assert (dry.allowed, real.allowed) == (True, True)
+    assert dry.limits[0].remaining == real.limits[0].remaining + 1 == QUANTITY - SPENT
+    assert admitted_until_refused(after_loss, spec) == QUANTITY - SPENT - 1
+
+
+def test_a_batch_writes_the_seeds_of_the_counters_its_real_checks_name_only(stores, records) -> None:
+    store = stores()
+    store.check_batch([(CheckItem(customer, "Op"), [DAILY]) for customer in ("acct-1", "acct-2")])
+    records.collect(store)
+    store = stores()
+
+    store.check_batch([(CheckItem("acct-1", "Op", dry_run=True), [DAILY]), (CheckItem("acct-2", "Op"), [DAILY])])
+
+    layout = KeyLayout(store.key_prefix)
+    assert store.counter_keys(layout.customer_counters_head("acct-1")) == []
+    assert store.counter_keys(layout.customer_counters_head("acct-2")) != []
+    assert store.check(CheckItem("acct-1", "Op"), [DAILY]).limits[0].remaining == QUANTITY - 2

@@ -2,33 +2,45 @@
 -- nothing per check (and per batch in atomic mode), with usage counted in the same call.
 -- Assembled after lib.lua and the algorithm fragments; mirrors apps/engine/store/decide.py.
 --
--- KEYS: every counter and idempotency key the checks name, each once (numbers refer to them by index).
+-- KEYS: every counter and idempotency key the checks name, each once (numbers refer to them by index),
+--   then the epoch key when a durable counter may be rebuilt.
 -- ARGV: [1] now ms ('' = Redis TIME)  [2] 'i' independent | 'a' atomic  [3] usage index base ("<prefix>:ui:")
 --       [4] the numbers below, packed as little-endian doubles (every one an integer below 2^53, so
 --           exact; one struct.unpack instead of parsing text)
 --       [5..] the strings the numbers name by ARGV index: usage bases ("<prefix>:u:{c=..}:<op>:"),
---           unit names, lease members, descriptors (stored with the decision)
+--           unit names, lease members, descriptors ("<lease id>|<limits JSON>|<fingerprint>", stored with
+--           the decision; the fingerprint, 16 hex digits, hashes the request's parameters)
 -- numbers: <definition count> <item count>
 --   then one definition per counter: <algorithm (index in CODES)> <key index> <quantity> <period ms>
 --     <capacity> <shadow 0|1> <durability> <seed> <bound count> <calendar window bound ms>*
 --     durability: 0 not durable; 1 what admitted checks spend is recorded (below); 2 recorded, and a
 --     missing counter whose look-back began before the epoch key (the last KEYS entry) was set may have
 --     lost what was spent, so ask. seed: 0 none, else the ARGV index of "<ttl ms>|<state>", the counter
---     rebuilt from its records, written while the counter is still missing (apps/engine/store/seeds.py)
+--     rebuilt from its records, written while the counter is still missing (apps/engine/store/seeds.py) when
+--     an item that is not a dry run names it; a counter only dry runs name is answered from it unwritten
 --   then per item: <usage base> <lease member (0 = none)> <descriptor (0 = none)> <idempotency key index
---     (0 = none)> <dry run 0|1> <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count>
---     (<definition number> <cost>)*
+--     (0 = none; sent with a descriptor, also for a dry run, which only reads it)> <dry run 0|1>
+--     <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
+-- Request ids, checked before anything is decided or written: a decision stored less than 10 minutes ago
+-- (by the script's clock) with the item's fingerprint is replayed, and an item repeating an earlier item's
+-- id and fingerprint in the call replays that item. An id stored or repeated with another fingerprint (a
+-- dry run always differs from a stored decision) makes the whole call answer {{-3, <item number>*}} and
+-- write nothing. A decision stored before fingerprints (no "|<hex>" at its end) is replayed to any check
+-- that is not a dry run. Dry runs store nothing.
 -- Records: what the call's admitted checks spent on each durable counter is added to the usage hash of
 -- the counter's first spender, under "<counter key>|<bucket start ms>" (apps/engine/durability.py). The
 -- flush stores them with the usage, and a lost counter is rebuilt from them.
--- Returns {{-2, now, <definition number>, <look-back start ms>, ...}} (and writes nothing but the epoch)
--- when durable counters are missing: the caller rebuilds them and calls again with their seeds. Otherwise
+-- Returns {{-2, now, <definition number>, <look-back start ms>, ...}} (and writes nothing but the epoch,
+-- and that only when an item is not a dry run: a call of dry runs leaves Redis as it found it) when durable
+-- counters are missing: the caller rebuilds them and calls again with their seeds. Otherwise
 -- one array per item: {allowed 0|1, retry_after (-1 = never), replayed 0|1,
 --   lease expiry ms (0 = none), (over 0|1, remaining, reset ms)*}, or {-1, stored decision} where the
 --   stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10 minutes).
+-- Before deciding: {{-3, <item number>*}} when request ids are reused with other parameters (above).
 local IDEMPOTENCY_TTL = 600000     -- by the script's clock, so a test clock and Redis expiry agree
 local USAGE_TTL_MS = 172800000
 local EPOCH_TTL_MS = 604800000     -- when it lapses, a new epoch only costs windows open then a re-seed
+local FINGERPRINT_DIGITS = 16      -- a descriptor ends with them (plan.FINGERPRINT_LENGTH)
 
 local now = read_now(ARGV[1])
 local atomic = ARGV[2] == 'a'
@@ -81,7 +93,7 @@ for d = 1, N[1] do
 end
 
 -- An item: strings and flags; its costs and limits stay in N (units at it.u, limit count at N[it.l]).
-local items = {}
+local items, live = {}, false  -- live: an item is not a dry run (only then may the call write)
 for i = 1, N[2] do
   local lease, desc, units = N[p + 1], N[p + 2], N[p + 6]
   local it = {usage = ARGV[N[p]], lease = '', desc = '', idem = N[p + 3], dry = N[p + 4] == 1, ttl = N[p + 5],
@@ -89,7 +101,8 @@ for i = 1, N[2] do
   if lease > 0 then it.lease = ARGV[lease] end
   if desc > 0 then it.desc = ARGV[desc] end
   items[i] = it
-  if it.idem > 0 and not it.dry then strings[#strings + 1] = KEYS[it.idem] end
+  if not it.dry then live = true end
+  if it.idem > 0 then strings[#strings + 1] = KEYS[it.idem] end
   p = it.l + 1 + 2 * N[it.l]
 end
 local rebuilt = durable and defs[durable[1]].durability == 2
@@ -97,16 +110,49 @@ local epoch_key = rebuilt and KEYS[#KEYS]
 if epoch_key then strings[#strings + 1] = epoch_key end
 prefetch(strings)
 
+-- Request ids (see the header), before anything is decided or written. it.stored: the decision to replay;
+-- it.dup: the earlier item of the call it repeats.
+do
+  local first_of, reused, sub = {}, nil, string.sub
+  for i, it in ipairs(items) do
+    if it.idem > 0 then
+      local key, mine = KEYS[it.idem], sub(it.desc, -FINGERPRINT_DIGITS)
+      local first, same = first_of[key], true
+      if first then
+        same, it.dup = sub(items[first].desc, -FINGERPRINT_DIGITS) == mine, first
+      else
+        local stored = fetch(key)
+        if stored and now - tonumber(match(stored, '^(%d+)|')) < IDEMPOTENCY_TTL then
+          local theirs = match(stored, '|(%x+)$')  -- nil: stored before fingerprints
+          same, it.stored = theirs == mine or (theirs == nil and not it.dry), stored
+        elseif not it.dry then
+          first_of[key] = i
+        end
+      end
+      if not same then
+        reused = reused or {-3}
+        reused[#reused + 1] = i
+      end
+    end
+  end
+  if reused then return {reused} end
+end
+
+-- Keys written for this call only (the sets of rebuilt logs only dry runs name), deleted before it returns.
+local lent = nil
+
 -- Rebuilding lost durable counters: only a store with a seeder sends the epoch key (the functions of this
 -- block are made only then: every function is a closure made again on each call).
 if epoch_key then
   -- Write a rebuilt counter ("<ttl ms>|<state>") unless it exists: another call may have rebuilt it first.
-  local function seed_write(lim, text)
+  -- Unless `keep` (an item that is not a dry run names it), the counter is only read: its state is kept in
+  -- FETCHED, where the fragments load it from, and a log's set (read with ZRANGE) is lent.
+  local function seed_write(lim, text, keep)
     local ttl_ms, state = match(text, '^(%d+)|(.*)$')
     if state == '' or fetch(lim.key2 or lim.key) then return end
     local expiry = ttl(tonumber(ttl_ms))
     if lim.code ~= 'sl' then
-      call('SET', lim.key, state, 'PX', expiry)
+      if keep then call('SET', lim.key, state, 'PX', expiry) end
       FETCHED[lim.key] = state
       return
     end
@@ -118,9 +164,26 @@ if epoch_key then
       sum, oldest, newest = sum + tonumber(cost), oldest or tonumber(at), tonumber(at)
     end
     local summary = format('%d:%d:%d:%d', sum, seq, oldest, newest)
-    call('SET', lim.key2, summary, 'PX', expiry)
-    call('PEXPIRE', lim.key, expiry)
     FETCHED[lim.key2] = summary
+    if keep then
+      call('SET', lim.key2, summary, 'PX', expiry)
+      call('PEXPIRE', lim.key, expiry)
+    else
+      lent = lent or {}
+      lent[#lent + 1] = lim.key
+    end
+  end
+
+  -- The definitions named by an item that is not a dry run: their seeds are written.
+  local function kept()
+    local named = {}
+    for _, it in ipairs(items) do
+      if not it.dry then
+        local l = it.l
+        for j = 1, N[l] do named[N[l + 2 * j - 1]] = true end
+      end
+    end
+    return named
   end
 
   -- The earliest time whose spending still shapes the counter now (durability.lookback_start): a bucket
@@ -134,18 +197,24 @@ if epoch_key then
     return now - 2 * ceil_div(lim.cap * lim.per, lim.q)
   end
 
+  local named = nil
   for _, d in ipairs(durable) do
     local lim = defs[d]
-    if lim.seed > 0 then seed_write(lim, ARGV[lim.seed]) end
+    if lim.seed > 0 then
+      named = named or kept()
+      seed_write(lim, ARGV[lim.seed], named[d])
+    end
   end
 
   -- After a Redis data loss the epoch key is gone too: it is set again now, and a missing durable
   -- counter whose look-back began before it may have forgotten what its records hold. (Resetting the
   -- epoch after an outage decided elsewhere makes every counter of an open window be rebuilt once.)
+  -- A call of dry runs only reads: it takes now as the epoch without setting it, which asks for the same
+  -- counters, and the first call that writes sets it.
   local epoch = tonumber(fetch(epoch_key))
   if not epoch then
     epoch = now
-    call('SET', epoch_key, itos(now), 'PX', EPOCH_TTL_MS)
+    if live then call('SET', epoch_key, itos(now), 'PX', EPOCH_TTL_MS) end
   end
   local missing = {-2, now}
   for _, d in ipairs(durable) do
@@ -158,7 +227,10 @@ if epoch_key then
       end
     end
   end
-  if #missing > 2 then return {missing} end
+  if #missing > 2 then
+    if lent then call('DEL', unpack(lent)) end
+    return {missing}
+  end
 end
 
 -- Every function below is a closure created again on each call: helpers used once are inlined.
@@ -258,23 +330,16 @@ end
 
 -- Decide every item in order (replays and in-batch repeats take no part). out[i] is the item's
 -- row, or {-1, stored} for a replay; dup[i] names the earlier item an in-batch repeat replays.
-local out, dup, first_of = {}, {}, {}
+local out, dup = {}, {}
 local rolled_back = false
 for i, it in ipairs(items) do
-  local key = nil
-  if it.idem > 0 and not it.dry then key = KEYS[it.idem] end
-  if key and first_of[key] then
-    dup[i] = first_of[key]
+  if it.dup then
+    dup[i] = it.dup
+  elseif it.stored then
+    out[i] = {-1, it.stored}
   else
-    -- The first decision of a request id, if taken less than 10 minutes ago (by the script's clock).
-    local stored = key and fetch(key)
-    if stored and now - tonumber(match(stored, '^(%d+)|')) < IDEMPOTENCY_TTL then
-      out[i] = {-1, stored}
-    else
-      if key then first_of[key] = i end
-      out[i] = decide(it)
-      if out[i][1] == 0 then rolled_back = atomic end
-    end
+    out[i] = decide(it)
+    if out[i][1] == 0 then rolled_back = atomic end
   end
 end
 
@@ -392,4 +457,5 @@ for first = 1, #usage_keys, 1000 do
     call('PEXPIRE', index, USAGE_TTL_MS)
   end
 end
+if lent then call('DEL', unpack(lent)) end
 return out

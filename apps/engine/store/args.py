@@ -4,7 +4,7 @@ This is the Python half of the protocol in the header comment of apps/engine/lua
 the two together. A single check is a batch of one item.
 
 KEYS: every key of the call, each once, in order of first use; the numbers name a key by its index
-(from 1). An item's idempotency key (when it has a request id and is not a dry run) comes before the
+(from 1). An item's idempotency key (when it has a request id; a dry run only reads it) comes before the
 counter keys of its new definitions; a definition's keys are consecutive (sliding_log has two). The
 epoch key comes last, and only when a durable definition is sent by a store with a seeder.
 
@@ -28,8 +28,10 @@ The numbers:
         <usage base> <lease member (0 = none)> <descriptor (0 = none)> <idempotency key index (0 = none)>
         <dry run 0|1> <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
 
-A descriptor ("<lease id>|<JSON [[name, algorithm, unit, quantity, shadow], ...]>") is stored with the
-decision of an item with a request id, so a repeat can be answered without its limits.
+A descriptor ("<lease id>|<JSON [[name, algorithm, unit, quantity, shadow], ...]>|<fingerprint>") is sent
+for an item with a request id and stored with its decision, so a repeat can be answered without its limits;
+the fingerprint (plan.request_fingerprint, 16 hex digits) is what the script compares with the stored one
+before deciding anything: the same id with another fingerprint refuses the call (IdempotencyKeyReused).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from apps.engine.types import CheckItem, LimitSpec
 # Algorithms travel as numbers: the index of their code in CODES, which redis.py builds in this order.
 ALGORITHM_NUMBERS = {name: number for number, name in enumerate(ALGORITHM_CODES, 1)}
 NEEDS_SEED = -2  # the first number of the script's answer when it asks for seeds
+REUSED = -3  # the first number of the script's answer when a request id comes with other parameters
 NOT_DURABLE, RECORDED, REBUILT = 0, 1, 2
 ATOMIC = "a"
 INDEPENDENT = "i"
@@ -143,7 +146,7 @@ class CheckArgs:
     def _item_head(self, plan: ItemPlan) -> tuple[int, int, int, int, int, int, int]:
         """<usage base> <lease member> <descriptor> <idempotency key index> <dry run> <lease ttl> <unit count>."""
         dry_run = plan.item.dry_run
-        idempotency = 0 if plan.idem_key is None or dry_run else self._key_index((plan.idem_key,))
+        idempotency = 0 if plan.idem_key is None else self._key_index((plan.idem_key,))
         usage = self._string_indexes.get(plan.usage_base) or self._shared_string(plan.usage_base)
         lease = ttl = 0
         if plan.lease is not None:
@@ -206,9 +209,9 @@ def limit_constants(spec: LimitSpec) -> LimitConstants:
 
 
 def item_descriptor(plan: ItemPlan) -> str:
-    """The descriptor of `plan` (see the module docstring): its lease id and its limits, as JSON."""
+    """The descriptor of `plan` (see the module docstring): its lease id, its limits as JSON, its fingerprint."""
     described = [[s.name, s.algorithm, s.unit, s.quantity, s.shadow] for s in (limit.spec for limit in plan.limits)]
-    return f"{plan.lease_id or ''}|{_compact_json(described)}"
+    return f"{plan.lease_id or ''}|{_compact_json(described)}|{plan.fingerprint}"
 
 
 def _packer(count: int) -> Callable[..., bytes]:

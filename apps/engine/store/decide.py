@@ -1,7 +1,10 @@
 """The decision procedure over a batch of checks, on the reference models: what lua/check.lua does.
 
-1. Items are decided in order, at one `now`. An item whose request id is remembered (or repeats an
-   earlier item of the batch) is replayed and takes no part.
+0. Request ids, before anything is decided (request_slots): an item whose request id is remembered with
+   its fingerprint (or repeats an earlier item of the batch, fingerprint included) is replayed and takes
+   no part; an id remembered or repeated with another fingerprint refuses the whole batch
+   (IdempotencyKeyReused). Dry runs are compared, never remembered.
+1. Items are decided in order, at one `now`.
 2. Each limit evaluates the item's cost against the state as left by the earlier items. The item is
    admitted when every enforced limit admits; retry_after is the latest retry among the enforced
    limits that did not (None if one never can). Each state's admission is monotone in time, so
@@ -25,7 +28,7 @@ from apps.engine.durability import record_bucket, record_field
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.plan import ItemPlan, LimitPlan
-from apps.engine.types import CONCURRENCY, Decision, LimitResult
+from apps.engine.types import CONCURRENCY, Decision, IdempotencyKeyReused, LimitResult
 
 Report = tuple[int, int]
 
@@ -39,13 +42,25 @@ class Outcome:
     lease_expires: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    """The first decision of a request id, and the fingerprint of the request it answered."""
+
+    outcome: Outcome
+    fingerprint: str
+
+
 @dataclass(slots=True)
 class Effects:
     """What a decided batch writes: new states, remembered decisions, usage increments."""
 
     states: dict[str, tuple[Any, Params, str]] = field(default_factory=dict)
-    remembered: dict[str, Outcome] = field(default_factory=dict)
+    remembered: dict[str, Remembered] = field(default_factory=dict)
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+# Per item, before deciding: the outcome to replay, the index of the earlier item it repeats, or None.
+RequestSlot = Outcome | int | None
 
 
 @dataclass(slots=True)
@@ -169,28 +184,45 @@ def _count_usage(effects: Effects, verdict: _Verdict, allowed: bool) -> None:
         counters["cost:" + unit] = counters.get("cost:" + unit, 0) + cost
 
 
+def request_slots(plans: Sequence[ItemPlan], read_remembered: Callable[[str], Remembered | None]) -> list[RequestSlot]:
+    """Step 0 above: each plan's RequestSlot. Raises IdempotencyKeyReused naming every offending item."""
+    slots: list[RequestSlot] = []
+    first_of: dict[str, int] = {}
+    reused: list[int] = []
+    for index, plan in enumerate(plans):
+        key, same = plan.idem_key, True
+        slot: RequestSlot = None
+        if key is not None and key in first_of:
+            slot = first_of[key]
+            same = plans[slot].fingerprint == plan.fingerprint
+        elif key is not None:
+            remembered = read_remembered(key)
+            if remembered is not None:
+                same = remembered.fingerprint == plan.fingerprint
+                slot = replace(remembered.outcome, decision=replace(remembered.outcome.decision, replayed=True))
+            elif not plan.item.dry_run:
+                first_of[key] = index
+        if not same:
+            reused.append(index)
+        slots.append(slot)
+    if reused:
+        raise IdempotencyKeyReused(tuple(reused))
+    return slots
+
+
 def decide(
     plans: Sequence[ItemPlan],
     atomic: bool,
     now: int,
     read_state: Callable[[str], Any],
-    read_remembered: Callable[[str], Outcome | None],
+    requests: Sequence[RequestSlot],
 ) -> tuple[list[Outcome], Effects]:
-    """Decide `plans` at `now` against the stored states; return the outcomes and what to write."""
+    """Decide `plans` at `now` against the stored states, given their request_slots; return the outcomes
+    and what to write."""
     batch = _Batch(now, read_state)
-    slots: list[_Verdict | Outcome | int] = []
-    first_of: dict[str, int] = {}
-    for plan in plans:
-        key = None if plan.item.dry_run else plan.idem_key
-        remembered = read_remembered(key) if key is not None and key not in first_of else None
-        if key is not None and key in first_of:
-            slots.append(first_of[key])
-        elif remembered is not None:
-            slots.append(replace(remembered, decision=replace(remembered.decision, replayed=True)))
-        else:
-            if key is not None:
-                first_of[key] = len(slots)
-            slots.append(batch.decide(plan))
+    slots: list[_Verdict | Outcome | int] = [
+        batch.decide(plan) if request is None else request for plan, request in zip(plans, requests, strict=True)
+    ]
     return _finish(batch, slots, atomic)
 
 
@@ -220,7 +252,7 @@ def _finish(batch: _Batch, slots: list[_Verdict | Outcome | int], atomic: bool) 
         if not slot.plan.item.dry_run:
             _count_usage(effects, slot, allowed)
             if slot.plan.idem_key is not None:
-                effects.remembered[slot.plan.idem_key] = outcome
+                effects.remembered[slot.plan.idem_key] = Remembered(outcome, slot.plan.fingerprint)
     if not rolled_back:
         batch.count_records(effects.usage)
     return outcomes, effects

@@ -19,7 +19,7 @@ from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS, KeyLay
 from apps.engine.reference import concurrency
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.base import UsageRow, usage_row
-from apps.engine.store.decide import Effects, Outcome, decide
+from apps.engine.store.decide import Effects, Outcome, Remembered, decide, request_slots
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.types import BatchMode, CheckItem, Decision, LimitSpec, SeedRequest
 
@@ -37,7 +37,7 @@ class MemoryStore:
         self._epoch = self._clock.now_ms()
         self._lock = threading.Lock()
         self._states: dict[str, tuple[Any, int]] = {}
-        self._remembered: dict[str, tuple[Outcome, int]] = {}
+        self._remembered: dict[str, tuple[Remembered, int]] = {}
         self._usage: dict[int, dict[str, dict[str, int]]] = {}
         self._writes = 0
 
@@ -139,16 +139,19 @@ class MemoryStore:
     def _run(self, plans: list[ItemPlan], atomic: bool) -> list[Outcome]:
         with self._lock:
             now = self._clock.now_ms()
-            if self._seeder is not None:
-                self._rebuild_missing(plans, now)
-            outcomes, effects = decide(
-                plans, atomic, now, lambda key: self._read(key, now), lambda key: self._recall(key, now)
-            )
+            requests = request_slots(plans, lambda key: self._recall(key, now))  # may refuse: nothing written
+            lent = self._rebuild_missing(plans, now) if self._seeder is not None else {}
+            outcomes, effects = decide(plans, atomic, now, lambda key: self._read_lent(key, now, lent), requests)
             self._commit(effects, now)
         return outcomes
 
-    def _rebuild_missing(self, plans: list[ItemPlan], now: int) -> None:
-        """Rebuild the durable counters of `plans` that are missing and may have lost what they held."""
+    def _rebuild_missing(self, plans: list[ItemPlan], now: int) -> dict[str, Any]:
+        """Rebuild the durable counters of `plans` that are missing and may have lost what they held.
+
+        Those an item that is not a dry run names are stored; the others (only dry runs read them) are
+        returned, to be read for this call only, as check.lua does."""
+        kept = {limit.keys[0] for plan in plans if not plan.item.dry_run for limit in plan.limits}
+        lent: dict[str, Any] = {}
         wanted: dict[str, tuple[LimitPlan, SeedRequest]] = {}
         for plan in plans:
             for limit in plan.limits:
@@ -159,20 +162,28 @@ class MemoryStore:
                 if since < self._epoch:
                     wanted[key] = (limit, SeedRequest(limit.spec, plan.item, limit.counter, since, now))
         if not wanted:
-            return
+            return lent
         histories = self._seeder([request for _, request in wanted.values()]) if self._seeder else []
         for (key, (limit, _)), history in zip(wanted.items(), histories, strict=True):
             params = limit.params(now)
             state = rebuild(limit.spec, params, history, now)
-            if state is not None:
-                expires = ALGORITHMS[limit.spec.algorithm].model.expires_at(state, params, now)
+            if state is None:
+                continue
+            expires = ALGORITHMS[limit.spec.algorithm].model.expires_at(state, params, now)
+            if key in kept:
                 self._store(key, state, expires, now)
+            elif expires > now:
+                lent[key] = state
+        return lent
 
     def _read(self, key: str, now: int) -> Any:
         held = self._states.get(key)
         return held[0] if held is not None and held[1] > now else None
 
-    def _recall(self, key: str, now: int) -> Outcome | None:
+    def _read_lent(self, key: str, now: int, lent: dict[str, Any]) -> Any:
+        return lent[key] if key in lent else self._read(key, now)
+
+    def _recall(self, key: str, now: int) -> Remembered | None:
         held = self._remembered.get(key)
         return held[0] if held is not None and held[1] > now else None
 
@@ -185,8 +196,8 @@ class MemoryStore:
     def _commit(self, effects: Effects, now: int) -> None:
         for key, (state, params, algorithm) in effects.states.items():
             self._store(key, state, ALGORITHMS[algorithm].model.expires_at(state, params, now), now)
-        for key, outcome in effects.remembered.items():
-            self._remembered[key] = (outcome, now + IDEMPOTENCY_TTL_MS)
+        for key, remembered in effects.remembered.items():
+            self._remembered[key] = (remembered, now + IDEMPOTENCY_TTL_MS)
         minute = self._usage.setdefault(now // MINUTE_MS, {}) if effects.usage else {}
         for base, increments in effects.usage.items():
             counters = minute.setdefault(base, {})

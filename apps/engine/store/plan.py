@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,9 +41,12 @@ class ItemPlan:
     costs: tuple[tuple[str, int], ...]
     lease: tuple[str, int] | None = None
     lease_id: str | None = None
+    fingerprint: str = ""  # items with a request id: request_fingerprint
 
 
 _ONE_REQUEST = ((REQUESTS, 1),)
+FINGERPRINT_LENGTH = 16  # hex digits; check.lua reads a stored fingerprint as the last ones of its decision
+_canonical_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def usage_costs(item: CheckItem) -> tuple[tuple[str, int], ...]:
@@ -51,6 +56,20 @@ def usage_costs(item: CheckItem) -> tuple[tuple[str, int], ...]:
     costs = dict(item.costs)
     costs.setdefault(REQUESTS, 1)
     return tuple((unit, cost) for unit, cost in sorted(costs.items()) if cost > 0)
+
+
+def request_fingerprint(item: CheckItem, costs: tuple[tuple[str, int], ...], lease_ms: int | None) -> str:
+    """What a request id promises to repeat: operation, resource, attributes, costs (as usage_costs, so an
+    absent "requests" is 1 and a zero cost is no cost), dry run and lease ttl, hashed to 64 bits.
+
+    The customer is in the idempotency key itself; the ip and the limits that apply are not the request's
+    parameters (a retry may come through another proxy, after a limit changed). The stored decision is
+    replayed only to the same fingerprint (check.lua, decide.py).
+    """
+    canonical = _canonical_json(
+        [item.operation, item.resource, sorted(item.attributes.items()), costs, item.dry_run, lease_ms or 0]
+    )
+    return hashlib.blake2b(canonical.encode(), digest_size=FINGERPRINT_LENGTH // 2).hexdigest()
 
 
 def _limit_plan(layout: KeyLayout, item: CheckItem, spec: LimitSpec, now_hint: int) -> LimitPlan:
@@ -80,6 +99,8 @@ def plan_item(
             raise InvalidCheck("a lease needs a positive ttl")
         plan.lease_id, member = layout.new_lease(plans[0].keys[0], item.customer)
         plan.lease = (member, lease_ms)
+    if plan.idem_key is not None:
+        plan.fingerprint = request_fingerprint(item, plan.costs, lease_ms)
     return plan
 
 

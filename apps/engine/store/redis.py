@@ -32,12 +32,20 @@ from apps.engine.clock import Clock, SystemClock
 from apps.engine.durability import History
 from apps.engine.keys import ALGORITHM_CODES, KeyLayout
 from apps.engine.registry import ALGORITHMS
-from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, encode
+from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, REUSED, encode
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Outcome
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.store.seeds import seed_text
-from apps.engine.types import BatchMode, CheckItem, Decision, LimitResult, LimitSpec, SeedRequest
+from apps.engine.types import (
+    BatchMode,
+    CheckItem,
+    Decision,
+    IdempotencyKeyReused,
+    LimitResult,
+    LimitSpec,
+    SeedRequest,
+)
 
 # Answers, per request, the counter's records since the look-back start: (bucket start ms, amount) pairs.
 Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
@@ -218,6 +226,8 @@ class RedisStore:
             seeds.update(self._seeds(rows[0], definitions))
         else:
             raise RuntimeError(f"check.lua still asked for seeds after {MAX_SEED_CALLS} calls")
+        if rows and rows[0] and rows[0][0] == REUSED:
+            raise IdempotencyKeyReused(tuple(int(number) - 1 for number in rows[0][1:]))
         if len(rows) != len(plans):
             raise ValueError(f"check.lua answered {len(rows)} rows for {len(plans)} checks")
         return rows
@@ -270,7 +280,11 @@ def _outcome(plan: ItemPlan, row: list[Any]) -> Outcome:
 
 
 def _replayed(blob: str) -> Outcome:
+    """The outcome stored as "<decided at ms>|<row>|<lease id>|<limits JSON>|<fingerprint>" (check.lua); a
+    decision stored before fingerprints ends with the JSON."""
     _, numbers, lease_id, described = blob.split("|", 3)
+    if not described.endswith("]"):
+        described = described.rpartition("|")[0]
     row = [int(value) for value in numbers.split(",")]
     results = tuple(
         LimitResult(name, algorithm, unit, limit, row[n + 1], row[n + 2], shadow, row[n] == 1)
