@@ -14,10 +14,17 @@ from apps.apikeys.selectors import ApiPrincipal
 from apps.common.exceptions import InvalidInput, NotFound
 from apps.enforcement.fallback import FallbackDecision, StoreUnavailable, fallback_check
 from apps.enforcement.parsing import MAX_LEASE_TTL_S
-from apps.enforcement.services import CheckOutcome, check_resolve, outcome_of_decision, outcome_of_rule, specs_of
+from apps.enforcement.services import (
+    CheckOutcome,
+    check_resolve,
+    outcome_of_decision,
+    outcome_of_rule,
+    request_id_reused,
+    specs_of,
+)
 from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_call
-from apps.engine import CheckItem, Decision, Store, lease_owner
+from apps.engine import CheckItem, Decision, IdempotencyKeyReused, Store, lease_owner
 from apps.limits.models import Algorithm, Mode, StoreFailurePolicy
 from apps.limits.snapshot import LimitConfig, Snapshot
 
@@ -70,7 +77,11 @@ def lease_acquire(*, principal: ApiPrincipal, item: CheckItem, ttl_s: int | None
     def without_store() -> Acquired:
         return _lease_without_store(item, [slot, *others]), None, 0
 
-    decision, lease_id, expires_at = engine_call(acquire, fallback=without_store)
+    try:
+        decision, lease_id, expires_at = engine_call(acquire, fallback=without_store)
+    except IdempotencyKeyReused:
+        # The id answered a check, or a lease of another ttl: nothing was taken (engine/store/plan.py).
+        raise request_id_reused() from None
     return LeaseOutcome(outcome_of_decision(decision, [slot, *others]), lease_id, expires_at if lease_id else None)
 
 
