@@ -93,7 +93,8 @@ for d = 1, N[1] do
 end
 
 -- An item: strings and flags; its costs and limits stay in N (units at it.u, limit count at N[it.l]).
-local items, live = {}, false  -- live: an item is not a dry run (only then may the call write)
+-- live: an item is not a dry run (only then may the call write); ids: an item has a request id.
+local items, live, ids = {}, false, false
 for i = 1, N[2] do
   local lease, desc, units = N[p + 1], N[p + 2], N[p + 6]
   local it = {usage = ARGV[N[p]], lease = '', desc = '', idem = N[p + 3], dry = N[p + 4] == 1, ttl = N[p + 5],
@@ -102,7 +103,10 @@ for i = 1, N[2] do
   if desc > 0 then it.desc = ARGV[desc] end
   items[i] = it
   if not it.dry then live = true end
-  if it.idem > 0 then strings[#strings + 1] = KEYS[it.idem] end
+  if it.idem > 0 then
+    strings[#strings + 1] = KEYS[it.idem]
+    ids = true
+  end
   p = it.l + 1 + 2 * N[it.l]
 end
 local rebuilt = durable and defs[durable[1]].durability == 2
@@ -112,7 +116,7 @@ prefetch(strings)
 
 -- Request ids (see the header), before anything is decided or written. it.stored: the decision to replay;
 -- it.dup: the earlier item of the call it repeats.
-do
+if ids then
   local first_of, reused, sub = {}, nil, string.sub
   for i, it in ipairs(items) do
     if it.idem > 0 then

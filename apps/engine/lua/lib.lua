@@ -57,7 +57,7 @@ local function ceil_div(a, b)
 end
 
 -- "<window start ms>:<used>", shared by fixed_window.lua and calendar.lua (a lost counter is written back
--- by check.lua's seeds before it is loaded).
+-- by check.lua's seeds before it is loaded, or only put in FETCHED when dry runs alone read it).
 local function window_load(lim, start)
   local st = {start = start, used = 0}
   local raw = fetch(lim.key)
