@@ -160,7 +160,9 @@ if epoch_key then
       FETCHED[lim.key] = state
       return
     end
-    -- A log: "<time ms>:<cost>,..." oldest first, written as the set and its running sum.
+    -- A log: "<time ms>:<cost>,..." oldest first, written as the set and its running sum. A set that holds
+    -- entries is never lent (the fragment reads it as it is).
+    if not keep and call('EXISTS', lim.key) == 1 then return end
     local sum, seq, oldest, newest = 0, 0, nil, nil
     for at, cost in string.gmatch(state, '(%d+):(%d+)') do
       seq = seq + 1
@@ -169,9 +171,9 @@ if epoch_key then
     end
     local summary = format('%d:%d:%d:%d', sum, seq, oldest, newest)
     FETCHED[lim.key2] = summary
+    call('PEXPIRE', lim.key, expiry)  -- a lent set too: gone by itself should the script fail before its DEL
     if keep then
       call('SET', lim.key2, summary, 'PX', expiry)
-      call('PEXPIRE', lim.key, expiry)
     else
       lent = lent or {}
       lent[#lent + 1] = lim.key
