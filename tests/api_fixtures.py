@@ -5,11 +5,12 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.apikeys.services import api_key_create
-from apps.enforcement import authentication
+from apps.enforcement import authentication, names
 from apps.enforcement.authentication import BadKeyGuard
 from apps.enforcement.ledger import decision_ledger
 from apps.enforcement.store import engine_store_use
 from apps.engine import ManualClock
+from apps.engine.names import MemoryNameBudget
 from apps.engine.store.redis import RedisStore
 from tests.apikeys.factories import ServiceFactory
 from tests.customers.factories import CustomerFactory
@@ -19,6 +20,13 @@ from tests.customers.factories import CustomerFactory
 def _forgive_bad_keys(monkeypatch):
     """Each test starts with no address being slowed down for bad keys."""
     monkeypatch.setattr(authentication, "bad_key_guard", BadKeyGuard())
+
+
+@pytest.fixture(autouse=True)
+def _no_names_remembered(monkeypatch):
+    """Each test starts with no new name remembered as admitted by this process (enforcement/names.py)."""
+    monkeypatch.setattr(names, "_remembered", set())
+    monkeypatch.setattr(names, "fallback_budget", MemoryNameBudget())
 
 
 @pytest.fixture(autouse=True)

@@ -75,6 +75,13 @@ ROWS_QUARANTINED = Counter(
     ["writer"],
 )
 
+# service: the API key's service (a few per deployment); kind: customer or operation.
+NEW_NAMES_OVER_BUDGET = Counter(
+    "quota_new_names_over_budget",
+    "Checks naming a new customer or operation past QUOTA_NEW_NAMES_PER_SERVICE_DAY, counted as (other).",
+    ["service", "kind"],
+)
+
 
 class LabelCap:
     """Admits at most `max_values` distinct label values; later newcomers become "other"."""
@@ -170,6 +177,10 @@ def redis_error_recorded(kind: str) -> None:
 def rows_quarantined_count(*, writer: str, count: int = 1) -> None:
     """Count `count` rows `writer` quarantined (apps/common/quarantine.py); off the hot path."""
     ROWS_QUARANTINED.labels(writer=writer).inc(count)
+
+
+def new_name_over_budget(*, service: str, kind: str) -> None:
+    NEW_NAMES_OVER_BUDGET.labels(service=service, kind=kind).inc()
 
 
 def _decision_child(operation: str, outcome: str) -> Counter:

@@ -55,6 +55,7 @@ def outcome_body(outcome: CheckOutcome) -> dict[str, Any]:
         "retry_after_ms": outcome.retry_after_ms,
         "degraded": outcome.degraded,
         "message": outcome_message(outcome),
+        "warnings": list(outcome.warnings),
         "limits": [
             {
                 "name": r.name,
@@ -74,7 +75,7 @@ def outcome_body(outcome: CheckOutcome) -> dict[str, Any]:
 def observe(endpoint: str, started: float, decided: list[tuple[str, CheckOutcome]], snapshot: Snapshot) -> None:
     """Count the decisions by operation and outcome (added up first: a batch costs a few increments),
     and time the request once. Operations the snapshot does not know are counted as "other"."""
-    known = snapshot.limits_by_operation
+    known = snapshot.operations
     totals: dict[tuple[str, str], list[int]] = {}
     for operation, outcome in decided:
         counts = totals.setdefault((metrics.operation_label(operation, known), outcome.code), [0, 0, 0])
@@ -126,7 +127,7 @@ class CheckApi(ServiceApi):
 class CheckBatchApi(ServiceApi):
     @extend_schema(
         request=serializers.BatchInputSerializer,
-        responses={**serializers.ERROR_RESPONSES, 200: serializers.BatchOutputSerializer},
+        responses={**serializers.DECIDING_ERRORS, 200: serializers.BatchOutputSerializer},
         summary="Decide up to 1000 checks in one call (independent or atomic)",
     )
     def post(self, request: Request) -> Response:
@@ -204,7 +205,8 @@ class CustomerLimitsApi(ServiceApi):
         summary="The limits in force for a customer, after plan and overrides, with what remains",
     )
     def get(self, request: Request, customer: str) -> Response:
-        query = serializers.CustomerLimitsQuerySerializer(data=request.query_params)
+        # A plain dict: DRF reads an empty value in a QueryDict as "not given"; here it is refused like any.
+        query = serializers.CustomerLimitsQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         unknown = set(request.query_params) - set(query.fields)
         if unknown:

@@ -67,6 +67,11 @@ class DecisionSerializer(serializers.Serializer):
     retry_after_ms = serializers.IntegerField(allow_null=True, help_text="null: waiting will not help.")
     degraded = serializers.BooleanField()
     message = serializers.CharField(allow_null=True, help_text="Why the check was refused, in words; null if allowed.")
+    warnings = serializers.ListField(
+        child=serializers.ChoiceField(choices=["unknown_operation", "unknown_customer", "new_names_over_budget"]),
+        help_text="unknown_operation / unknown_customer: the configuration does not name it (answered anyway); "
+        "new_names_over_budget: past QUOTA_NEW_NAMES_PER_SERVICE_DAY, new names are counted as “(other)”.",
+    )
     limits = LimitResultSerializer(many=True)
 
 
@@ -158,7 +163,9 @@ DECISION_OR_ERROR = PolymorphicProxySerializer(
 # Every service endpoint answers these errors in the one error shape (429: too many bad keys from an address).
 ERROR_RESPONSES = {status: ErrorSerializer for status in (400, 401, 403, 413, 429)}
 NOT_FOUND_RESPONSES = {**ERROR_RESPONSES, 404: ErrorSerializer}
-DECISION_RESPONSES = {**ERROR_RESPONSES, 200: DecisionSerializer, 429: DECISION_OR_ERROR, 403: DECISION_OR_ERROR}
+# Deciding endpoints also answer 404 (an unknown operation, if so set) and 422 (a request id reused).
+DECIDING_ERRORS = {**ERROR_RESPONSES, 404: ErrorSerializer, 422: ErrorSerializer}
+DECISION_RESPONSES = {**DECIDING_ERRORS, 200: DecisionSerializer, 429: DECISION_OR_ERROR, 403: DECISION_OR_ERROR}
 
 
 def _path_text(name: str, max_length: int, description: str) -> OpenApiParameter:

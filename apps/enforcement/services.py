@@ -19,6 +19,7 @@ from apps.common.exceptions import Unprocessable
 from apps.customers.services import customers_record_seen
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
 from apps.enforcement.ledger import decision_counts, decision_ledger
+from apps.enforcement.names import OTHER_NAME, names_checked
 from apps.enforcement.specs import limit_spec_of, window_seconds
 from apps.enforcement.store import engine_call
 from apps.engine import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, LimitSpec
@@ -39,6 +40,8 @@ class CheckOutcome:
     limits: tuple[LimitResult, ...]
     windows_s: dict[str, int]
     degraded: bool = False
+    # Names the configuration does not know, and new names over the budget (names.py).
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +50,7 @@ class Resolved:
 
     item: CheckItem
     resolution: Resolution
+    warnings: tuple[str, ...] = ()
 
     @property
     def counted(self) -> list[LimitConfig]:
@@ -59,13 +63,25 @@ def _now_ms() -> int:
 
 
 def check_resolve(principal: ApiPrincipal, item: CheckItem, snapshot: Snapshot) -> Resolved:
-    """What applies to one authorized check; an unknown customer is remembered, to be recorded off the hot path."""
+    """What applies to one authorized check (its new names within the budget, names.py)."""
+    (named,) = names_checked(principal, [item], snapshot)
+    return named_resolve(principal, named, snapshot)
+
+
+def named_resolve(principal: ApiPrincipal, named: tuple[CheckItem, tuple[str, ...]], snapshot: Snapshot) -> Resolved:
+    """What applies to a check whose names were checked; an unknown customer is remembered, to be recorded
+    off the hot path (not for a dry run: it writes nothing)."""
+    item, warnings = named
     resolution = resolve(snapshot, item, now_ms=_now_ms(), api_key_prefix=principal.prefix)
-    if resolution.customer is None:
+    if resolution.customer is None and not item.dry_run and item.customer != OTHER_NAME:
         unknown_customers.record(item.customer, True)
     if resolution.timezone != item.timezone:
         item = dataclasses.replace(item, timezone=resolution.timezone)
-    return Resolved(item, resolution)
+    return Resolved(item, resolution, warnings)
+
+
+def warned(outcome: CheckOutcome, resolved: Resolved) -> CheckOutcome:
+    return dataclasses.replace(outcome, warnings=resolved.warnings) if resolved.warnings else outcome
 
 
 def outcome_of_rule(resolved: Resolved) -> CheckOutcome:
@@ -122,8 +138,8 @@ def check_evaluate(*, principal: ApiPrincipal, item: CheckItem, snapshot: Snapsh
     principal.authorize(item.customer, item.operation)
     resolved = check_resolve(principal, item, snapshot)
     if resolved.resolution.action is not None:
-        return outcome_of_rule(resolved)
-    return decide(resolved.item, resolved.counted)
+        return warned(outcome_of_rule(resolved), resolved)
+    return warned(decide(resolved.item, resolved.counted), resolved)
 
 
 def check_batch_evaluate(
@@ -132,7 +148,7 @@ def check_batch_evaluate(
     """Every item is authorized before any counter moves; then one engine call decides the rest."""
     for item in items:
         principal.authorize(item.customer, item.operation)
-    resolved = [check_resolve(principal, item, snapshot) for item in items]
+    resolved = [named_resolve(principal, named, snapshot) for named in names_checked(principal, items, snapshot)]
     if mode == "atomic" and any(r.resolution.action == RuleAction.DENY for r in resolved):
         return [_refused_by_rule(r) for r in resolved]
     positions = [index for index, r in enumerate(resolved) if not r.resolution.action]
@@ -142,7 +158,8 @@ def check_batch_evaluate(
         raise request_id_reused({str(positions[index]): REUSED for index in error.indexes}) from None
     # Rule decisions are counted only now: a batch refused above consumed nothing, not even usage.
     ruled = {index: outcome_of_rule(r) for index, r in enumerate(resolved) if r.resolution.action}
-    return [ruled[index] if index in ruled else next(decided) for index in range(len(items))]
+    outcomes = [ruled[index] if index in ruled else next(decided) for index in range(len(items))]
+    return [warned(outcome, r) for outcome, r in zip(outcomes, resolved, strict=True)]
 
 
 def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome]:

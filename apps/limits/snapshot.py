@@ -23,7 +23,7 @@ from django.db.models import F
 
 from apps.apikeys.selectors import KeyConfig, keys_compiled
 from apps.customers.models import Customer
-from apps.limits.models import AccessRule, ConfigVersion, Limit, Mode, Override
+from apps.limits.models import AccessRule, ConfigVersion, Limit, Mode, Operation, Override
 from apps.toggles.models import FeatureToggle
 
 SNAPSHOT_FORMAT = 1
@@ -91,6 +91,8 @@ class Snapshot:
     built_at: float
     customers: Mapping[str, CustomerConfig] = field(default_factory=dict)
     limits_by_operation: Mapping[str, tuple[LimitConfig, ...]] = field(default_factory=dict)
+    # Every configured operation, with limits or without (a name outside it is unknown).
+    operations: frozenset[str] = frozenset()
     overrides_by_customer: Mapping[str, tuple[OverrideConfig, ...]] = field(default_factory=dict)
     rules: tuple[RuleConfig, ...] = ()
     keys_by_prefix: Mapping[str, KeyConfig] = field(default_factory=dict)
@@ -118,6 +120,7 @@ def snapshot_build() -> Snapshot:
         built_at=time.time(),
         customers=_customers(),
         limits_by_operation=_limits(),
+        operations=frozenset(Operation.objects.values_list("name", flat=True)),
         overrides_by_customer=_overrides(),
         rules=_rules(),
         keys_by_prefix=keys_compiled(),
@@ -190,7 +193,8 @@ def _rules() -> tuple[RuleConfig, ...]:
 
 
 def snapshot_to_json(snapshot: Snapshot) -> str:
-    return json.dumps({"format": SNAPSHOT_FORMAT, "snapshot": dataclasses.asdict(snapshot)}, sort_keys=True)
+    data = {**dataclasses.asdict(snapshot), "operations": sorted(snapshot.operations)}
+    return json.dumps({"format": SNAPSHOT_FORMAT, "snapshot": data}, sort_keys=True)
 
 
 def snapshot_from_json(text: str) -> Snapshot:
@@ -203,6 +207,8 @@ def snapshot_from_json(text: str) -> Snapshot:
         built_at=data["built_at"],
         customers={k: CustomerConfig(**v) for k, v in data["customers"].items()},
         limits_by_operation={k: tuple(_limit_from(v) for v in vs) for k, vs in data["limits_by_operation"].items()},
+        # A file written before operations were listed knows at least those with limits.
+        operations=frozenset(data.get("operations", data["limits_by_operation"])),
         overrides_by_customer={
             k: tuple(_override_from(v) for v in vs) for k, vs in data["overrides_by_customer"].items()
         },

@@ -59,6 +59,11 @@ class Store(Protocol):
         """Give a lease back (idempotent; unknown and malformed ids are ignored)."""
         ...
 
+    def names_admit(self, service: str, names: Sequence[str], per_day: int) -> list[bool]:
+        """May `service` bring in each of these new names ("<kind>:<name>") today? At most `per_day` a UTC
+        day; one admitted stays admitted that day (apps/engine/names.py). One round trip for all."""
+        ...
+
     def now_hint_ms(self) -> int:
         """Now without a round trip: for decisions made without the store (failure policies)."""
         ...

@@ -16,6 +16,7 @@ from typing import Any
 from apps.engine.clock import Clock, SystemClock
 from apps.engine.durability import History, lookback_start, rebuild
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS, KeyLayout
+from apps.engine.names import MemoryNameBudget
 from apps.engine.reference import concurrency
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.base import UsageRow, usage_row
@@ -40,6 +41,7 @@ class MemoryStore:
         self._remembered: dict[str, tuple[Remembered, int]] = {}
         self._usage: dict[int, dict[str, dict[str, int]]] = {}
         self._writes = 0
+        self._names = MemoryNameBudget(clock=self._clock)
 
     def check(self, item: CheckItem, limits: Sequence[LimitSpec]) -> Decision:
         """Decide one check against `limits` (see Store.check)."""
@@ -85,6 +87,10 @@ class MemoryStore:
             now = self._clock.now_ms()
             state = concurrency.release(self._read(key, now), now, member)
             self._store(key, state, concurrency.expires_at(state, None, now), now)  # type: ignore[arg-type]
+
+    def names_admit(self, service: str, names: Sequence[str], per_day: int) -> list[bool]:
+        """See Store.names_admit."""
+        return self._names.admit(service, names, per_day)
 
     def usage_minutes(self) -> list[int]:
         """Minutes with usage waiting (see Store.usage_minutes)."""

@@ -31,6 +31,7 @@ from redis.exceptions import NoScriptError
 from apps.engine.clock import Clock, SystemClock
 from apps.engine.durability import History
 from apps.engine.keys import ALGORITHM_CODES, KeyLayout
+from apps.engine.names import RedisNameBudget
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, REUSED, encode
 from apps.engine.store.base import UsageRow, usage_row
@@ -102,6 +103,11 @@ class RedisStore:
         self._check = client.register_script(CHECK_SCRIPT)
         self._renew = client.register_script(RENEW_SCRIPT)
         self._index_base = f"{key_prefix}:ui:"
+        self._names = RedisNameBudget(client, key_prefix=key_prefix, clock=self._hint)
+
+    def names_admit(self, service: str, names: Sequence[str], per_day: int) -> list[bool]:
+        """See Store.names_admit: one atomic call for all of them (name_admit.lua)."""
+        return self._names.admit(service, names, per_day)
 
     def load_scripts(self) -> None:
         """Load the scripts now (optional warm-up; calls load them on demand otherwise)."""

@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory, OperationFactory
 from tests.support.redis_monitor import commands_sent_during
 
@@ -43,11 +44,24 @@ def test_an_atomic_batch_that_does_not_fit_admits_nothing(api, records) -> None:
 
 
 def test_a_batch_costs_one_redis_round_trip(api, records, redis_url) -> None:
+    for n in range(100):
+        CustomerFactory(external_id=f"acct-{n}")
     batch(api, [item(1)])  # loads the snapshot and the script
 
     sent = commands_sent_during(redis_url, lambda: batch(api, [item(1, customer=f"acct-{n}") for n in range(100)]))
 
     assert sent == ["EVALSHA"]
+
+
+def test_new_names_in_a_batch_cost_one_more_round_trip_once(api, records, redis_url) -> None:
+    batch(api, [item(1)])  # loads the snapshot and the scripts
+    fresh = [item(1, customer=f"new-{n}") for n in range(100)]
+
+    first = commands_sent_during(redis_url, lambda: batch(api, fresh))
+    again = commands_sent_during(redis_url, lambda: batch(api, fresh))
+
+    assert first == ["EVALSHA", "EVALSHA"]  # the day's name budget for all 100, then the batch
+    assert again == ["EVALSHA"]  # names this process saw admitted today cost nothing
 
 
 def test_more_than_1000_items_is_refused_with_413_and_moves_nothing(api, records) -> None:
