@@ -15,14 +15,14 @@ from apps.history.models import ChangeEvent
 from apps.limits.models import AccessRule, Limit, Operation, Override
 from apps.reports.models import ExportJob
 from apps.toggles.models import FeatureToggle
-from apps.usage.models import UsageDay, UsageHour, UsageMinute
+from apps.usage.models import QuarantinedUsage, UsageDay, UsageHour, UsageMinute
 from tests.apikeys.factories import ApiKeyFactory, ServiceFactory
 from tests.customers.factories import CustomerFactory, PlanFactory
 from tests.history.factories import ChangeEventFactory
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory, OverrideFactory
 from tests.reports.factories import ExportJobFactory
 from tests.toggles.factories import FeatureToggleFactory
-from tests.usage.factories import UsageDayFactory, UsageHourFactory, UsageMinuteFactory
+from tests.usage.factories import QuarantinedUsageFactory, UsageDayFactory, UsageHourFactory, UsageMinuteFactory
 
 # One factory per model of ours that the admin shows; the registry test checks none is missing.
 FACTORY_BY_MODEL: dict[type[Model], Any] = {
@@ -38,6 +38,7 @@ FACTORY_BY_MODEL: dict[type[Model], Any] = {
     UsageMinute: UsageMinuteFactory,
     UsageHour: UsageHourFactory,
     UsageDay: UsageDayFactory,
+    QuarantinedUsage: QuarantinedUsageFactory,
     ChangeEvent: ChangeEventFactory,
     ExportJob: ExportJobFactory,
 }

@@ -8,6 +8,7 @@ answers as fast as a check does: acquire follows its limits' policies, renew ans
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from apps.apikeys.selectors import ApiPrincipal
@@ -26,6 +27,7 @@ from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_call
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, Store, lease_owner
 from apps.limits.models import Algorithm, Mode, StoreFailurePolicy
+from apps.limits.resolution import resolve
 from apps.limits.snapshot import LimitConfig, Snapshot
 
 DEFAULT_LEASE_TTL_S = 300
@@ -55,7 +57,8 @@ def _slot_and_others(limits: tuple[LimitConfig, ...], operation: str) -> tuple[L
     """The tightest concurrency limit (the slot a lease takes) and the operation's other limits."""
     slots = sorted((limit for limit in limits if limit.algorithm == Algorithm.CONCURRENCY), key=lambda lm: lm.quantity)
     if not slots:
-        raise InvalidInput(
+        # 404: the request is well-formed; what it asks for (a concurrency slot) does not exist.
+        raise NotFound(
             f"No concurrency limit applies to {operation} for this customer; use /api/v1/check instead.",
             code="no_concurrency_limit",
         )
@@ -64,6 +67,10 @@ def _slot_and_others(limits: tuple[LimitConfig, ...], operation: str) -> tuple[L
 
 def lease_acquire(*, principal: ApiPrincipal, item: CheckItem, ttl_s: int | None, snapshot: Snapshot) -> LeaseOutcome:
     principal.authorize(item.customer, item.operation)
+    # No slot to take is refused before anything moves, the day's budget of new names included.
+    ahead = resolve(snapshot, item, now_ms=time.time_ns() // 1_000_000, api_key_prefix=principal.prefix)
+    if ahead.action is None:
+        _slot_and_others(ahead.limits, item.operation)
     resolved = check_resolve(principal, item, snapshot)
     if resolved.resolution.action is not None:
         # An allow rule bypasses limits: nothing to hold, so no lease id; a deny rule refuses.

@@ -43,4 +43,8 @@ def strict_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, An
                 properties[field]["propertyNames"] = NAME_SCHEMA
         if "ip" in properties:
             properties["ip"] = {**IP_SCHEMA, **{k: v for k, v in properties["ip"].items() if k != "type"}}
+    for operation in (op for path in result.get("paths", {}).values() for op in path.values()):
+        for parameter in operation.get("parameters", ()):
+            if parameter.get("name") == "ip" and parameter.get("in") == "query":
+                parameter["schema"] = dict(IP_SCHEMA)
     return result

@@ -52,7 +52,8 @@ def one_round(api, rng: random.Random, counted: dict[str, int], seen: set[tuple[
         body = {"customer": customer, "operation": "PutRecords", "resource": f"s-{rng.randint(1, 5)}"}
         replay = False
         if rng.random() < 0.3:
-            body["request_id"] = f"r-{rng.randint(1, 200)}"
+            # An id names one request: reused only with the same parameters (another would answer 422).
+            body["request_id"] = f"r-{body['resource']}-{rng.randint(1, 40)}"
             replay = (customer, body["request_id"]) in seen
             seen.add((customer, body["request_id"]))
         response = api.post("/api/v1/check", body, format="json")

@@ -3,7 +3,7 @@ import datetime as dt
 import factory
 
 from apps.engine import CheckItem, LimitSpec
-from apps.usage.models import FlushedMinute, UsageDay, UsageHour, UsageMinute
+from apps.usage.models import FlushedMinute, QuarantinedUsage, UsageDay, UsageHour, UsageMinute
 from apps.usage.services import DecisionCounts
 
 
@@ -71,3 +71,14 @@ class DecisionCountsFactory(factory.Factory):
     allowed = 1
     degraded = 1
     costs = factory.LazyFunction(lambda: {"requests": 1})
+
+
+class QuarantinedUsageFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = QuarantinedUsage
+
+    writer = "usage_flush"
+    minute = factory.Sequence(lambda n: 29_000_000 + n)
+    key = factory.LazyAttribute(lambda row: repr(("a\x00b", "PutRecords", row.minute)))
+    row = "{'allowed': 3, 'denied': 0}"
+    error = "PostgreSQL text fields cannot contain NUL (0x00) bytes"

@@ -99,7 +99,7 @@ def test_a_ttl_longer_than_the_limit_allows_is_refused_without_taking_a_slot(api
 def test_an_operation_without_a_concurrency_limit_is_told_to_use_check(api) -> None:
     response = api.post("/api/v1/leases", {"customer": "acct-1", "operation": "Nothing"}, format="json")
 
-    assert response.status_code == 400
+    assert response.status_code == 404
     assert response.json()["error"]["code"] == "no_concurrency_limit"
 
 

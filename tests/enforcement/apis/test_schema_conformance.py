@@ -63,6 +63,16 @@ def test_every_endpoint_honours_its_schema_and_refusals_move_nothing(
             # Each case is a fresh client: schemathesis sends bad keys on purpose (expecting 401), and past
             # QUOTA_BAD_KEY_LIMIT of them the guard would rightly answer 429 to the same address.
             monkeypatch.setattr(authentication, "bad_key_guard", BadKeyGuard())
+            # Cases are independent requests: one that happens to draw an earlier case's request id with other
+            # parameters would rightly get 422, which says nothing about the schema.
+            for key in redis_client.scan_iter(match=f"{key_prefix}:i:*"):
+                redis_client.delete(key)
+            if mode == GenerationMode.POSITIVE and case.path == "/api/v1/usage":
+                # `to` after `from`, and the range within the granularity's cap: rules between two
+                # parameters, which OpenAPI cannot state; and a cursor is only valid as the API gave it out.
+                # Every other parameter stays as generated.
+                query = {name: value for name, value in (case.query or {}).items() if name != "cursor"}
+                case.query = {**query, "from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z"}
             before = redis_snapshot(redis_client, key_prefix)
             response = case.call_and_validate(
                 headers={"Authorization": f"Bearer {service_key}"},
