@@ -10,6 +10,7 @@ import time
 import pytest
 import redis
 from quota_client import (
+    COST_EXCEEDS_LIMIT,
     AccessDenied,
     AsyncQuotaClient,
     CheckItem,
@@ -207,3 +208,15 @@ def test_the_async_client_checks_and_leases_against_the_real_server(platform) ->
             return sorted(d.allowed for d in results), held
 
     assert asyncio.run(scenario()) == ([False, False, True, True, True], True)
+
+
+def test_a_cost_that_can_never_fit_and_unknown_names_are_told_apart(platform) -> None:
+    client = client_of(platform, cache_denials=False)
+
+    never = client.check(platform.customer(), "ListStreams", costs={"requests": 4})  # the limit holds 3
+    unknown = client.check(platform.customer(), "NoSuchOperation")
+
+    assert (never.allowed, never.code, never.retry_after_ms) == (False, COST_EXCEEDS_LIMIT, None)
+    assert "can ever admit" in (never.message or "")
+    assert unknown.allowed
+    assert unknown.warnings == ("unknown_operation", "unknown_customer")

@@ -21,9 +21,20 @@ from quota_client.errors import (
 )
 from quota_client.lease import Lease
 from quota_client.transport import HttpResponse, Transport, TransportError, Urllib3Transport
-from quota_client.types import DENIED, OK, OVER_LIMIT, BatchResult, CheckItem, Decision, LimitStatus, PutAllResult
+from quota_client.types import (
+    COST_EXCEEDS_LIMIT,
+    DENIED,
+    OK,
+    OVER_LIMIT,
+    BatchResult,
+    CheckItem,
+    Decision,
+    LimitStatus,
+    PutAllResult,
+)
 
 __all__ = [
+    "COST_EXCEEDS_LIMIT",
     "DENIED",
     "OK",
     "OVER_LIMIT",

@@ -9,6 +9,8 @@ from typing import Any
 from quota_client.backoff import BackoffMetrics
 
 OK, OVER_LIMIT, DENIED = "OK", "OVER_LIMIT", "DENIED"
+# The check costs more than a limit can ever hold: no wait admits it as sent (retry_after_ms is None).
+COST_EXCEEDS_LIMIT = "COST_EXCEEDS_LIMIT"
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class Decision:
 
     `from_cache`: answered locally from a denial still in force (no call was made).
     `failed_open`: the platform could not be reached and the client is configured to fail open.
+    `message`: why a refusal happened, in words. `warnings`: e.g. "unknown_customer", "unknown_operation".
     """
 
     allowed: bool
@@ -89,6 +92,8 @@ class Decision:
     request_id: str | None = None
     from_cache: bool = False
     failed_open: bool = False
+    message: str | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def retry_after_s(self) -> float | None:
@@ -109,6 +114,8 @@ class Decision:
             degraded=bool(body.get("degraded", False)),
             limits=limits,
             request_id=request_id,
+            message=body.get("message"),
+            warnings=tuple(body.get("warnings", ())),
         )
 
 
