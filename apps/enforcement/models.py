@@ -23,6 +23,8 @@ class FallbackRequest(models.Model):
     customer = models.CharField(max_length=200)
     request_id = models.CharField(max_length=128)
     allowed = models.BooleanField()
+    # The parameters the id was given for (engine/store/plan.request_fingerprint); "" on older rows.
+    fingerprint = models.CharField(max_length=16, default="", blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

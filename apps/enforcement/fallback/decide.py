@@ -22,7 +22,7 @@ from apps.enforcement.ledger import decision_counts, decision_ledger, decisions_
 from apps.enforcement.recovery import Spending
 from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_store, reconcile_due
-from apps.engine import CheckItem, Decision, LimitResult
+from apps.engine import CheckItem, Decision, IdempotencyKeyReused, LimitResult
 from apps.limits.models import Mode, StoreFailurePolicy
 from apps.limits.snapshot import LimitConfig
 
@@ -64,10 +64,23 @@ def fallback_batch(
     """Decide checks without Redis, each on its own or all or none (`atomic`). Raises StoreUnavailable."""
     now_ms = now_ms if now_ms is not None else engine_store().now_hint_ms()
     items = [_by_policy(item, limits, now_ms) for item, limits in checks]
-    replays = {index: request_replayed(it.item) for index, it in enumerate(items)}
+    replays = _replays(items)
     fresh = [index for index, replay in replays.items() if replay is None]
     decided = _decide_atomic(items, fresh, now_ms) if atomic else _decide_each(items, fresh, now_ms)
     return [decided[index] if index in decided else _replay(replays[index]) for index in range(len(items))]
+
+
+def _replays(items: list[_Item]) -> dict[int, bool | None]:
+    """Each item's earlier decision by request id; a reused id anywhere refuses the whole call first."""
+    replays, reused = {}, []
+    for index, it in enumerate(items):
+        try:
+            replays[index] = request_replayed(it.item)
+        except IdempotencyKeyReused:
+            reused.append(index)
+    if reused:
+        raise IdempotencyKeyReused(tuple(reused))
+    return replays
 
 
 def _by_policy(item: CheckItem, limits: Sequence[LimitConfig], now_ms: int) -> _Item:
