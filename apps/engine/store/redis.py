@@ -12,9 +12,8 @@ missing, the script answers "needs seed" without deciding; the seeder reads the 
 rebuilt states, which the script writes back. That second round trip happens once per counter after a
 loss, never otherwise.
 
-Every number of a call travels in one argument, packed as little-endian doubles (exact: all stay below
-2**53): one struct.unpack in the script costs ~15 ns a number where parsing text cost ~200 ns. store/args.py
-builds the KEYS and ARGV of a call and documents their layout.
+Every number of a call travels in one argument, packed as little-endian doubles (exact, all below 2**53): one
+struct.unpack costs ~15 ns a number where text cost ~200 ns. store/args.py builds and documents KEYS and ARGV.
 """
 
 from __future__ import annotations
@@ -77,7 +76,8 @@ RENEW_SCRIPT = _lua("lib.lua", "lease_renew.lua")
 
 
 def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+    # surrogateescape: a key that is not UTF-8 still reads, and the flush quarantines its row alone.
+    return value.decode(errors="surrogateescape") if isinstance(value, bytes) else value
 
 
 class RedisStore:
