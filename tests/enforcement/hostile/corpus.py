@@ -25,7 +25,6 @@ class Case:
     path: str
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=lambda: dict(JSON))
-    needs_redis: bool = False  # what it tests is only decidable with Redis up (a reused request id)
 
 
 def _json(value: object) -> bytes:
@@ -245,7 +244,7 @@ def reused_request_ids() -> list[Case]:
         "as a dry run": {"dry_run": True},
     }
     cases = [
-        Case(f"reused id, {what}", "POST", "/api/v1/check", _json({**base, **change}), needs_redis=True)
+        Case(f"reused id, {what}", "POST", "/api/v1/check", _json({**base, **change}))
         for what, change in variations.items()
     ]
     cases.append(
@@ -254,7 +253,6 @@ def reused_request_ids() -> list[Case]:
             "POST",
             BATCH,
             _json({"items": [{**VALID, "customer": "hostile-2"}, {**base, "resource": "r-9"}]}),
-            needs_redis=True,
         )
     )
     return cases
