@@ -220,3 +220,14 @@ def test_a_cost_that_can_never_fit_and_unknown_names_are_told_apart(platform) ->
     assert "can ever admit" in (never.message or "")
     assert unknown.allowed
     assert unknown.warnings == ("unknown_operation", "unknown_customer")
+
+
+def test_a_request_id_reused_for_another_request_is_an_invalid_request(platform) -> None:
+    client = client_of(platform)
+    customer = platform.customer()
+    client.check(customer, "ListStreams", request_id="once")
+
+    with pytest.raises(InvalidRequest) as reused:
+        client.check(customer, "ListStreams", costs={"requests": 2}, request_id="once")
+
+    assert (reused.value.status, reused.value.code) == (422, "idempotency_key_reused")

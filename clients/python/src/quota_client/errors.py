@@ -3,7 +3,7 @@
 QuotaError
 ├── QuotaExceeded        over a limit (and not worth waiting, or the retries ran out)
 ├── AccessDenied         an access rule denies it, or the API key may not do it (401 / 403)
-├── InvalidRequest       the platform refused the request itself (400 / 404 / 413): fix the call
+├── InvalidRequest       the platform refused the request itself (400 / 404 / 413 / 422): fix the call
 ├── PlatformUnavailable  no answer (network, timeout, 5xx), or the platform cannot decide (503)
 └── LeaseLost            a held lease expired or was released behind the holder's back
 """

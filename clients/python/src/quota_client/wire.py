@@ -44,7 +44,7 @@ def error_of(response: HttpResponse, url: str) -> QuotaError:
     code, message, fields = error_detail(json_of(response))
     if status in (401, 403, 429):
         return AccessDenied(message or f"The platform refused the API key (HTTP {status}).", code=code, status=status)
-    if status in (400, 404, 405, 413, 415):
+    if status in (400, 404, 405, 413, 415, 422):
         return InvalidRequest(
             message or f"The platform refused the request (HTTP {status}).", code=code, status=status, fields=fields
         )
