@@ -14,7 +14,8 @@ bind = os.environ.get("BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}")
 # One worker per core keeps the CPU busy without context-switch overhead; a request spends
 # most of its time on CPU (parsing, deciding) and well under a millisecond waiting for Redis.
 workers = int(os.environ.get("WEB_CONCURRENCY", os.cpu_count() or 2))
-worker_class = "sync"
+worker_class = os.environ.get("WEB_WORKER_CLASS", "sync")
+threads = int(os.environ.get("WEB_THREADS", "1"))
 
 # A check should answer in milliseconds; 30 s only catches a stuck worker (exports are background jobs).
 timeout = int(os.environ.get("WEB_TIMEOUT", "30"))

@@ -65,7 +65,7 @@ def ensure_bench_packages() -> None:
 def base_env(workdir: Path) -> dict[str, str]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "LANG": "C.UTF-8"}
     # The gunicorn config's own knobs, passed through so a run can vary them for every server alike.
-    for name in ("WEB_CONCURRENCY", "WEB_TIMEOUT", "WEB_MAX_REQUESTS"):
+    for name in ("WEB_CONCURRENCY", "WEB_TIMEOUT", "WEB_MAX_REQUESTS", "WEB_WORKER_CLASS", "WEB_THREADS"):
         if name in os.environ:
             env[name] = os.environ[name]
     return env
