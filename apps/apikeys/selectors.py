@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from apps.apikeys.models import ApiKey, Service
-from apps.apikeys.services import api_key_matches, api_key_prefix_of
+from apps.apikeys.services import api_key_hash
 from apps.common.exceptions import Forbidden
 
 
@@ -74,12 +74,24 @@ def keys_compiled() -> dict[str, KeyConfig]:
 
 
 def api_principal_of_key(*, raw_key: str, keys: Mapping[str, KeyConfig]) -> ApiPrincipal | None:
-    """Who calls with `raw_key`, among `keys` (by prefix); None for an unknown, wrong or revoked key."""
-    key = keys.get(api_key_prefix_of(raw_key))
-    if key is None:
-        # Hash anyway so an unknown prefix costs the same time as a wrong secret.
-        api_key_matches(raw_key, "0" * 64)
-        return None
-    if not api_key_matches(raw_key, key.key_hash):
-        return None
-    return ApiPrincipal.of(key)
+    """Who calls with `raw_key`, among `keys` (by prefix); None for an unknown, wrong or revoked key.
+
+    One hash and one dict lookup: the principals are indexed by key hash once per `keys` mapping (the snapshot's
+    is immutable, so the index lives as long as the snapshot). Every key is hashed, known or not, so an unknown
+    prefix costs the same time as a wrong secret; a lookup by the hash of what the caller sent tells them nothing
+    about the stored hashes (finding a near miss would take a SHA-256 preimage)."""
+    return _principals_by_hash(keys).get(api_key_hash(raw_key))
+
+
+# The last index built, with the mapping it was built from: workers serve one snapshot at a time.
+_index: tuple[Mapping[str, KeyConfig] | None, dict[str, ApiPrincipal]] = (None, {})
+
+
+def _principals_by_hash(keys: Mapping[str, KeyConfig]) -> dict[str, ApiPrincipal]:
+    global _index
+    built_from, index = _index
+    if built_from is not keys:
+        # Only a key filed under its own prefix counts, as when keys were looked up by the prefix sent.
+        index = {key.key_hash: ApiPrincipal.of(key) for prefix, key in keys.items() if key.prefix == prefix}
+        _index = (keys, index)  # one tuple: a thread reading meanwhile sees the old pair or the new one
+    return index

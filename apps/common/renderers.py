@@ -5,6 +5,7 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.http import HttpResponse
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
@@ -34,3 +35,13 @@ class OrjsonParser(BaseParser):
             return orjson.loads(body)
         except orjson.JSONDecodeError as error:
             raise ParseError(f"The body is not valid JSON: {error}") from None
+
+
+class OrjsonResponse(HttpResponse):
+    """A JSON answer rendered at once: what a DRF Response with OrjsonRenderer sends (the same body, status and
+    `Content-Type: application/json`), without the template-response machinery DRF renders it through, which
+    costs a hot endpoint more than encoding the body. `data` is kept, as on a DRF Response."""
+
+    def __init__(self, data: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        super().__init__(orjson.dumps(data), content_type=OrjsonRenderer.media_type, status=status, headers=headers)
+        self.data = data

@@ -6,9 +6,11 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,6 +18,7 @@ from rest_framework.views import APIView
 from apps.common import metrics
 from apps.common.exceptions import InvalidInput, PayloadTooLarge
 from apps.common.negotiation import JsonOnlyNegotiation
+from apps.common.renderers import OrjsonRenderer, OrjsonResponse
 from apps.enforcement import heartbeat, serializers
 from apps.enforcement.authentication import ApiKeyAuthentication, request_principal
 from apps.enforcement.authz import authz_evaluate, forwarded_request
@@ -76,6 +79,17 @@ def observe(endpoint: str, started: float, decided: list[tuple[str, CheckOutcome
     """Count the decisions by operation and outcome (added up first: a batch costs a few increments),
     and time the request once. Operations the snapshot does not know are counted as "other"."""
     known = snapshot.operations
+    if len(decided) == 1:  # a single check: count it as it is
+        ((operation, outcome),) = decided
+        metrics.decision_recorded(
+            operation=metrics.operation_label(operation, known),
+            outcome=outcome.code,
+            shadow_denied=any(result.shadow and result.over for result in outcome.limits),
+            degraded=outcome.degraded,
+            seconds=time.perf_counter() - started,
+            endpoint=endpoint,
+        )
+        return
     totals: dict[tuple[str, str], list[int]] = {}
     for operation, outcome in decided:
         counts = totals.setdefault((metrics.operation_label(operation, known), outcome.code), [0, 0, 0])
@@ -96,17 +110,35 @@ def outcome_headers(outcome: CheckOutcome) -> dict[str, str]:
     return headers
 
 
+# Stateless, so one of each serves every request (DRF builds new ones per request).
+AUTHENTICATORS = (ApiKeyAuthentication(),)
+PERMISSIONS = (IsAuthenticated(),)
+RENDERER = OrjsonRenderer()
+
+
 class ServiceApi(APIView):
-    """Base of the hot endpoints: API keys only, no session or user lookup."""
+    """Base of the hot endpoints: API keys only, no session or user lookup, JSON only."""
 
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsAuthenticated]
+    renderer_classes = [OrjsonRenderer]
     content_negotiation_class: type[BaseContentNegotiation] = JsonOnlyNegotiation
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        """DRF's initial() without what these endpoints never use (format suffixes, versioning, throttles) and
+        with content negotiation answered in advance: they render JSON whatever the client accepts."""
         # Every API process counts in the heartbeats the `local` failure policy divides limits by.
         heartbeat.heartbeat_start()
-        super().initial(request, *args, **kwargs)
+        self.format_kwarg = None
+        request.accepted_renderer, request.accepted_media_type = RENDERER, RENDERER.media_type
+        self.perform_authentication(request)
+        self.check_permissions(request)
+
+    def get_authenticators(self) -> list[BaseAuthentication]:
+        return list(AUTHENTICATORS)
+
+    def get_permissions(self) -> list[BasePermission]:
+        return list(PERMISSIONS)
 
 
 class CheckApi(ServiceApi):
@@ -115,13 +147,13 @@ class CheckApi(ServiceApi):
         responses=serializers.DECISION_RESPONSES,
         summary="May this customer do this operation now?",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         started = time.perf_counter()
         item = parse_check(request.data)
         snapshot = snapshot_current()
         outcome = check_evaluate(principal=request_principal(request), item=item, snapshot=snapshot)
         observe("check", started, [(item.operation, outcome)], snapshot)
-        return Response(outcome_body(outcome), status=STATUS_BY_CODE[outcome.code], headers=outcome_headers(outcome))
+        return OrjsonResponse(outcome_body(outcome), STATUS_BY_CODE[outcome.code], outcome_headers(outcome))
 
 
 class CheckBatchApi(ServiceApi):
@@ -130,7 +162,7 @@ class CheckBatchApi(ServiceApi):
         responses={**serializers.DECIDING_ERRORS, 200: serializers.BatchOutputSerializer},
         summary="Decide up to 1000 checks in one call (independent or atomic)",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         started = time.perf_counter()
         try:
             items, mode = parse_batch(request.data)
@@ -146,7 +178,7 @@ class CheckBatchApi(ServiceApi):
             "denied_count": len(outcomes) - allowed,
             "results": [outcome_body(outcome) for outcome in outcomes],
         }
-        return Response(body)
+        return OrjsonResponse(body)
 
 
 def _iso(ms: int | None) -> str | None:

@@ -46,6 +46,8 @@ def names_checked(
     answer; at most one store call for all of them. Raises NotFound (404 unknown_operation) for an
     unknown operation under QUOTA_UNKNOWN_OPERATIONS=reject, before anything is counted."""
     news = [_new_names(item, snapshot) for item in items]
+    if not any(news):  # every name is configured: nothing to warn about, no budget to ask
+        return [(item, ()) for item in items]
     if settings.QUOTA_UNKNOWN_OPERATIONS == "reject":
         for item, new in zip(items, news, strict=True):
             if "operation" in new:

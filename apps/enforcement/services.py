@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -20,7 +20,7 @@ from apps.customers.services import customers_record_seen
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
 from apps.enforcement.ledger import decision_counts, decision_ledger
 from apps.enforcement.names import OTHER_NAME, names_checked
-from apps.enforcement.specs import limit_spec_of, window_seconds
+from apps.enforcement.specs import engine_args, limit_spec_of, window_seconds
 from apps.enforcement.store import engine_call
 from apps.engine import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, LimitSpec
 from apps.limits.models import Algorithm, RuleAction
@@ -38,7 +38,7 @@ class CheckOutcome:
     code: str
     retry_after_ms: int | None
     limits: tuple[LimitResult, ...]
-    windows_s: dict[str, int]
+    windows_s: Mapping[str, int]
     degraded: bool = False
     # Names the configuration does not know, and new names over the budget (names.py).
     warnings: tuple[str, ...] = ()
@@ -95,14 +95,21 @@ def outcome_of_rule(resolved: Resolved) -> CheckOutcome:
     return CheckOutcome(allowed, OK if allowed else DENIED, 0 if allowed else None, (), {})
 
 
-def outcome_of_decision(decision: Decision | FallbackDecision, limits: Sequence[LimitConfig]) -> CheckOutcome:
+def outcome_of_decision(
+    decision: Decision | FallbackDecision,
+    limits: Sequence[LimitConfig],
+    warnings: tuple[str, ...] = (),
+    windows_s: Mapping[str, int] | None = None,
+) -> CheckOutcome:
+    """`windows_s`: the limits' windows when the caller has them at hand (EngineArgs), else worked out here."""
     return CheckOutcome(
-        allowed=decision.allowed,
-        code=OK if decision.allowed else OVER_LIMIT if decision.retry_after_ms is not None else COST_EXCEEDS_LIMIT,
-        retry_after_ms=decision.retry_after_ms,
-        limits=decision.limits,
-        windows_s={limit.name: window_seconds(limit) for limit in limits},
-        degraded=isinstance(decision, FallbackDecision),
+        decision.allowed,
+        OK if decision.allowed else OVER_LIMIT if decision.retry_after_ms is not None else COST_EXCEEDS_LIMIT,
+        decision.retry_after_ms,
+        decision.limits,
+        {limit.name: window_seconds(limit) for limit in limits} if windows_s is None else windows_s,
+        type(decision) is FallbackDecision,
+        warnings,
     )
 
 
@@ -123,15 +130,16 @@ def specs_of(limits: Sequence[LimitConfig]) -> list[LimitSpec]:
     return [limit_spec_of(limit) for limit in limits]
 
 
-def decide(item: CheckItem, limits: Sequence[LimitConfig]) -> CheckOutcome:
+def decide(item: CheckItem, limits: Sequence[LimitConfig], warnings: tuple[str, ...] = ()) -> CheckOutcome:
     """One engine round trip, or the limits' failure policies when Redis is unreachable or the breaker is open."""
+    args = engine_args(limits)
     try:
         decision = engine_call(
-            lambda store: store.check(item, specs_of(limits)), fallback=lambda: fallback_check(item, limits)
+            lambda store: store.check(item, args.specs), fallback=lambda: fallback_check(item, args.counted)
         )
     except IdempotencyKeyReused:
         raise request_id_reused() from None
-    return outcome_of_decision(decision, limits)
+    return outcome_of_decision(decision, args.counted, warnings, args.windows_s)
 
 
 def check_evaluate(*, principal: ApiPrincipal, item: CheckItem, snapshot: Snapshot) -> CheckOutcome:
@@ -139,7 +147,7 @@ def check_evaluate(*, principal: ApiPrincipal, item: CheckItem, snapshot: Snapsh
     resolved = check_resolve(principal, item, snapshot)
     if resolved.resolution.action is not None:
         return warned(outcome_of_rule(resolved), resolved)
-    return warned(decide(resolved.item, resolved.counted), resolved)
+    return decide(resolved.item, resolved.resolution.limits, resolved.warnings)
 
 
 def check_batch_evaluate(
@@ -157,20 +165,24 @@ def check_batch_evaluate(
     except IdempotencyKeyReused as error:
         raise request_id_reused({str(positions[index]): REUSED for index in error.indexes}) from None
     # Rule decisions are counted only now: a batch refused above consumed nothing, not even usage.
-    ruled = {index: outcome_of_rule(r) for index, r in enumerate(resolved) if r.resolution.action}
-    outcomes = [ruled[index] if index in ruled else next(decided) for index in range(len(items))]
-    return [warned(outcome, r) for outcome, r in zip(outcomes, resolved, strict=True)]
+    ruled = {index: warned(outcome_of_rule(r), r) for index, r in enumerate(resolved) if r.resolution.action}
+    return [ruled[index] if index in ruled else next(decided) for index in range(len(items))]
 
 
 def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome]:
+    """The outcomes of the checks no rule decided, in order, each with its warnings."""
     if not pending:
         return []
-    pairs = [(check.item, specs_of(check.counted)) for check in pending]
+    args = [engine_args(check.resolution.limits) for check in pending]
+    pairs = [(check.item, arg.specs) for check, arg in zip(pending, args, strict=True)]
     decisions: Sequence[Decision | FallbackDecision] = engine_call(
         lambda store: store.check_batch(pairs, mode),
         fallback=lambda: _degraded_batch(pending, mode),
     )
-    return [outcome_of_decision(d, check.counted) for d, check in zip(decisions, pending, strict=True)]
+    return [
+        outcome_of_decision(d, arg.counted, check.warnings, arg.windows_s)
+        for d, check, arg in zip(decisions, pending, args, strict=True)
+    ]
 
 
 REUSED = {"request_id": ["Already used within the last 10 minutes for a request with other parameters."]}

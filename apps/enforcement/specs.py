@@ -2,13 +2,16 @@
 
 import dataclasses
 import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 
 from django.conf import settings
 
 from apps.engine import LimitSpec
 from apps.engine.durability import reach_ms
 from apps.engine.keys import limit_name_of
-from apps.limits.models import Mode
+from apps.limits.models import Algorithm, Mode
 from apps.limits.resolution import apply_override
 from apps.limits.snapshot import LimitConfig, Snapshot
 from apps.limits.snapshot_holder import snapshot_current
@@ -79,3 +82,36 @@ def _kept_ms() -> int:
 
 def window_seconds(config: LimitConfig) -> int:
     return CALENDAR_WINDOW_S[config.calendar_period] if config.calendar_period else config.period_s or 0
+
+
+@dataclass(frozen=True, slots=True)
+class EngineArgs:
+    """What a check of some limits passes to the engine, and what its answer needs back."""
+
+    counted: tuple[LimitConfig, ...]  # concurrency limits are spent by leases, not by checks
+    specs: tuple[LimitSpec, ...]
+    windows_s: Mapping[str, int]  # read-only: shared by every check of the same limits
+
+
+# By id of the limits tuple, each entry holding that tuple, so an id is not reused while its entry lives. Resolution
+# hands most checks the snapshot's own tuple of an operation's limits (resolution.limits_of_plan), so a worker
+# prepares these once per operation and snapshot; tuples built per check (overrides, matches) miss and are bounded.
+_engine_args: dict[int, tuple[tuple[LimitConfig, ...], EngineArgs]] = {}
+MAX_ENGINE_ARGS = 1024
+
+
+def engine_args(limits: Sequence[LimitConfig]) -> EngineArgs:
+    entry = _engine_args.get(id(limits))
+    if entry is not None and entry[0] is limits:
+        return entry[1]
+    counted = tuple(limit for limit in limits if limit.algorithm != Algorithm.CONCURRENCY)
+    args = EngineArgs(
+        counted,
+        tuple(limit_spec_of(limit) for limit in counted),
+        MappingProxyType({limit.name: window_seconds(limit) for limit in counted}),
+    )
+    if type(limits) is tuple:
+        if len(_engine_args) >= MAX_ENGINE_ARGS:
+            _engine_args.clear()  # new snapshots or many overridden tuples: start over
+        _engine_args[id(limits)] = (limits, args)
+    return args

@@ -36,28 +36,69 @@ class Resolution:
 def resolve(snapshot: Snapshot, item: CheckItem, *, now_ms: int, api_key_prefix: str | None = None) -> Resolution:
     """What applies to `item`, asked with the key whose prefix is `api_key_prefix`."""
     customer = snapshot.customers.get(item.customer)
-    rule = matching_rule(
-        snapshot.rules,
-        customer=item.customer,
-        operation=item.operation,
-        ip=item.ip,
-        api_key_prefix=api_key_prefix,
-        now_ms=now_ms,
+    rule = (
+        matching_rule(
+            snapshot.rules,
+            customer=item.customer,
+            operation=item.operation,
+            ip=item.ip,
+            api_key_prefix=api_key_prefix,
+            now_ms=now_ms,
+        )
+        if snapshot.rules
+        else None
     )
     if rule is not None:
         return Resolution(rule.action, f"access rule: {rule.action}", customer, ())
     if customer is not None and not customer.active:
         return Resolution(RuleAction.DENY, "customer is inactive", customer, ())
     plan = customer.plan if customer else None
-    overrides = snapshot.overrides_by_customer.get(item.customer, ())
+    overrides = snapshot.overrides_by_customer.get(item.customer)
+    candidates, conditional = _plan_limits(snapshot, item.operation, plan)
+    if not overrides and not conditional:
+        # Most checks: no override, no attribute match. The limits apply as configured, in one shared tuple.
+        return Resolution(None, "", customer, candidates)
     limits = []
-    for limit in snapshot.limits_by_operation.get(item.operation, ()):
-        if limit.plan not in (None, plan) or not _matches(limit.match, item.attributes):
+    for limit in candidates:
+        if limit.match and not _matches(limit.match, item.attributes):
             continue
-        effective = limit_effective(limit, overrides, resource=item.resource, attributes=item.attributes, now_ms=now_ms)
+        effective = limit_effective(
+            limit, overrides or (), resource=item.resource, attributes=item.attributes, now_ms=now_ms
+        )
         if effective is not None:
             limits.append(effective)
     return Resolution(None, "", customer, tuple(limits))
+
+
+# The last snapshot's limits by (operation, plan), filled as checks ask: snapshots are immutable, so what depends
+# on them alone is worked out once per snapshot and worker instead of once per check.
+_PlanLimits = tuple[tuple[LimitConfig, ...], bool]
+_by_plan: tuple[Snapshot | None, dict[tuple[str, str | None], _PlanLimits]] = (None, {})
+_NONE: _PlanLimits = ((), False)
+
+
+def limits_of_plan(snapshot: Snapshot, operation: str, plan: str | None) -> tuple[LimitConfig, ...]:
+    """The limits of `operation` that apply to customers of `plan` (None: without a plan), in configured order,
+    before attribute matches and overrides."""
+    return _plan_limits(snapshot, operation, plan)[0]
+
+
+def _plan_limits(snapshot: Snapshot, operation: str, plan: str | None) -> _PlanLimits:
+    """limits_of_plan, and whether any of them matches on attributes. Only configured operations are remembered
+    (callers name any they like); plans come from the snapshot."""
+    global _by_plan
+    cached_for, by_plan = _by_plan
+    if cached_for is not snapshot:
+        by_plan = {}
+        _by_plan = (snapshot, by_plan)  # one tuple: a thread reading meanwhile sees the old pair or the new one
+    found = by_plan.get((operation, plan))
+    if found is None:
+        configured = snapshot.limits_by_operation.get(operation)
+        if not configured:
+            return _NONE
+        limits = tuple(limit for limit in configured if limit.plan in (None, plan))
+        found = by_plan[(operation, plan)] = (limits, any(limit.match for limit in limits))
+    return found
 
 
 def matching_rule(
