@@ -45,7 +45,6 @@ local FINGERPRINT_DIGITS = 16      -- a descriptor ends with them (plan.FINGERPR
 local now = read_now(ARGV[1])
 local atomic = ARGV[2] == 'a'
 local index_base = ARGV[3]
-local key_head = #index_base - 2  -- a counter key without "<prefix>:" starts here (index_base: "<prefix>:ui:")
 
 -- N: every number of the call. struct.unpack returns them on the Lua stack (at most ~8000 fit), so a
 -- long batch is unpacked 4000 at a time and copied.
@@ -67,12 +66,17 @@ do
   end
 end
 
+-- A definition's table names every field in its constructor (nil ones too), so it is made at its final
+-- size: a field added later grows the table (a rehash, ~0.3 µs). The same holds for the fragments' states.
 local defs, strings, durable = {}, {}, nil
 local p = 3
 for d = 1, N[1] do
   local code, key, bounds = CODES[N[p]], N[p + 1], N[p + 8]
-  local lim = {code = code, key = KEYS[key], q = N[p + 2], per = N[p + 3], cap = N[p + 4], shadow = N[p + 5] == 1,
-    durability = N[p + 6], seed = N[p + 7]}
+  if not ALG[code] then define(code) end
+  -- spent, payer: what the call's admitted checks spent on a durable counter, and the usage base of its
+  -- first spender, which records it.
+  local lim = {code = code, key = KEYS[key], key2 = false, q = N[p + 2], per = N[p + 3], cap = N[p + 4],
+    shadow = N[p + 5] == 1, durability = N[p + 6], seed = N[p + 7], ws = nil, we = nil, spent = 0, payer = nil}
   if code == 'sl' then
     lim.key2 = KEYS[key + 1]
     strings[#strings + 1] = lim.key2
@@ -92,44 +96,52 @@ for d = 1, N[1] do
   p = p + 9 + bounds
 end
 
--- An item: strings and flags; its costs and limits stay in N (units at it.u, limit count at N[it.l]).
--- live: an item is not a dry run (only then may the call write); ids: an item has a request id.
-local items, live, ids = {}, false, false
+-- Items are not tables: item i's numbers start at N[P[i]] (<usage base> <lease> <descriptor> <idempotency
+-- key> <dry run> <lease ttl> <unit count>, see the header), its units at P[i] + 7 and its limit count at
+-- N[L[i]]. live: an item is not a dry run (only then may the call write); ids: an item has a request id.
+local P, L = {}, {}
+local live, ids = false, false
 for i = 1, N[2] do
-  local lease, desc, units = N[p + 1], N[p + 2], N[p + 6]
-  local it = {usage = ARGV[N[p]], lease = '', desc = '', idem = N[p + 3], dry = N[p + 4] == 1, ttl = N[p + 5],
-    u = p + 7, units = units, l = p + 7 + 2 * units}
-  if lease > 0 then it.lease = ARGV[lease] end
-  if desc > 0 then it.desc = ARGV[desc] end
-  items[i] = it
-  if not it.dry then live = true end
-  if it.idem > 0 then
-    strings[#strings + 1] = KEYS[it.idem]
+  local l = p + 7 + 2 * N[p + 6]
+  P[i], L[i] = p, l
+  if N[p + 4] == 0 then live = true end
+  local idem = N[p + 3]
+  if idem > 0 then
+    strings[#strings + 1] = KEYS[idem]
     ids = true
   end
-  p = it.l + 1 + 2 * N[it.l]
+  p = l + 1 + 2 * N[l]
 end
+local item_count = N[2]
 local rebuilt = durable and defs[durable[1]].durability == 2
 local epoch_key = rebuilt and KEYS[#KEYS]
 if epoch_key then strings[#strings + 1] = epoch_key end
 prefetch(strings)
 
--- Request ids (see the header), before anything is decided or written. it.stored: the decision to replay;
--- it.dup: the earlier item of the call it repeats.
+-- Request ids (see the header), before anything is decided or written. STORED[i]: the decision to replay;
+-- DUP[i]: the earlier item of the call item i repeats; descriptor(i): item i's descriptor ('' = none). All
+-- three only made when an item has a request id (a function is a closure made again on every call).
+local STORED, DUP, descriptor
 if ids then
+  descriptor = function(i)
+    local desc = N[P[i] + 2]
+    return desc > 0 and ARGV[desc] or ''
+  end
+  STORED, DUP = {}, {}
   local first_of, reused, sub = {}, nil, string.sub
-  for i, it in ipairs(items) do
-    if it.idem > 0 then
-      local key, mine = KEYS[it.idem], sub(it.desc, -FINGERPRINT_DIGITS)
+  for i = 1, item_count do
+    local idem, dry = N[P[i] + 3], N[P[i] + 4] == 1
+    if idem > 0 then
+      local key, mine = KEYS[idem], sub(descriptor(i), -FINGERPRINT_DIGITS)
       local first, same = first_of[key], true
       if first then
-        same, it.dup = sub(items[first].desc, -FINGERPRINT_DIGITS) == mine, first
+        same, DUP[i] = sub(descriptor(first), -FINGERPRINT_DIGITS) == mine, first
       else
         local stored = fetch(key)
         if stored and now - tonumber(match(stored, '^(%d+)|')) < IDEMPOTENCY_TTL then
           local theirs = match(stored, '|(%x+)$')  -- nil: stored before fingerprints
-          same, it.stored = theirs == mine or (theirs == nil and not it.dry), stored
-        elseif not it.dry then
+          same, STORED[i] = theirs == mine or (theirs == nil and not dry), stored
+        elseif not dry then
           first_of[key] = i
         end
       end
@@ -183,9 +195,9 @@ if epoch_key then
   -- The definitions named by an item that is not a dry run: their seeds are written.
   local function kept()
     local named = {}
-    for _, it in ipairs(items) do
-      if not it.dry then
-        local l = it.l
+    for i = 1, item_count do
+      if N[P[i] + 4] == 0 then
+        local l = L[i]
         for j = 1, N[l] do named[N[l + 2 * j - 1]] = true end
       end
     end
@@ -242,43 +254,52 @@ end
 -- Every function below is a closure created again on each call: helpers used once are inlined.
 local cache = {}
 local needs, need_keys = {}, {}
--- Durable counters spent on, in order, and per definition number what the call spent and on whose usage
--- it is recorded (kept apart from the definitions: growing those tables would rehash them). Made on first use.
-local spent_on, spent, spent_base
+-- Whether an admitted check spent on a durable counter (lim.spent, lim.payer hold what and whose).
+local spent_any = false
+-- Atomic batches: per item, its reports before it consumed (for a rollback).
+local BEFORE = atomic and {} or nil
 
--- Atomic batches: per key, the most the batch needs at once (earlier consuming items + this one).
-local function note_need(it, j, lim, cost)
-  if lim.shadow or cost == 0 then return end
-  local need = needs[lim.key]
-  if not need then
-    need = {lim = lim, running = 0, most = 0}
-    needs[lim.key] = need
-    need_keys[#need_keys + 1] = lim.key
-  end
-  need.most = max(need.most, need.running + cost)
-  if not it.dry and (lim.code ~= 'cc' or (j == 1 and it.lease ~= '')) then
-    need.running = need.running + cost
+-- Atomic batches: per key, the most the batch needs at once (earlier consuming items + this one). Made
+-- for atomic calls only.
+local note_need
+if atomic then
+  note_need = function(consuming, lim, cost)
+    if lim.shadow or cost == 0 then return end
+    local need = needs[lim.key]
+    if not need then
+      need = {lim = lim, running = 0, most = 0}
+      needs[lim.key] = need
+      need_keys[#need_keys + 1] = lim.key
+    end
+    need.most = max(need.most, need.running + cost)
+    if consuming then need.running = need.running + cost end
   end
 end
 
--- Decide one item into its result row (see the header); the row reports the state after the item
--- when it consumed, before it otherwise. Atomic batches keep the reports before (it.before) too,
--- for a rollback.
-local function decide(it)
-  local l = it.l
-  local count = N[l]
-  local row = {1, 0, 0, 0}
+-- Decide item i into its result row (see the header); the row reports the state after the item
+-- when it consumed, before it otherwise. Atomic batches keep the reports before (BEFORE[i]) too,
+-- for a rollback. The row is made at its final size for up to 3 limits (growing it rehashes).
+local function decide(i)
+  local p, l = P[i], L[i]
+  local count, dry, lease = N[l], N[p + 4] == 1, N[p + 1]
+  local row
+  if count == 3 then
+    row = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+  elseif count == 1 then
+    row = {1, 0, 0, 0, 0, 0, 0}
+  else
+    row = {1, 0, 0, 0}
+  end
   local allowed, retry, never = true, 0, false
   for j = 1, count do
     local lim, cost = defs[N[l + 2 * j - 1]], N[l + 2 * j]
-    local st = cache[lim.key]
+    local alg, st = ALG[lim.code], cache[lim.key]
     if not st then
-      st = ALG[lim.code].load(lim, now)
-      st.lim = lim
+      st = alg.load(lim, now)
       cache[lim.key] = st
     end
     local ok, wait = true, 0
-    if cost > 0 then ok, wait = ALG[lim.code].eval(st, lim, now, cost) end
+    if cost > 0 then ok, wait = alg.eval(st, lim, now, cost) end
     if ok then
       row[3 * j + 2] = 0
     else
@@ -288,12 +309,12 @@ local function decide(it)
         if wait < 0 then never = true elseif wait > retry then retry = wait end
       end
     end
-    if atomic then note_need(it, j, lim, cost) end
+    if atomic then note_need(not dry and (lim.code ~= 'cc' or (j == 1 and lease > 0)), lim, cost) end
   end
   if never then retry = -1 end
   row[2] = retry
   if not allowed then row[1] = 0 end
-  local consume = allowed and not it.dry
+  local consume = allowed and not dry
   if atomic or not consume then
     for j = 1, count do
       local lim = defs[N[l + 2 * j - 1]]
@@ -302,50 +323,45 @@ local function decide(it)
     if consume then
       local before = {}
       for n = 5, 3 * count + 4 do before[n] = row[n] end
-      it.before = before
+      BEFORE[i] = before
     end
   end
   if consume then
-    local leasing = it.lease ~= ''
     for j = 1, count do
-      local lim, cost = defs[N[l + 2 * j - 1]], N[l + 2 * j]
+      local d, cost = N[l + 2 * j - 1], N[l + 2 * j]
+      local lim = defs[d]
       local alg, st = ALG[lim.code], cache[lim.key]
-      local leased = j == 1 and leasing
+      local leased = j == 1 and lease > 0
       if cost > 0 and (row[3 * j + 2] == 0 or leased) then
-        alg.apply(st, lim, now, cost, leased and it or nil)
+        alg.apply(st, lim, now, cost, leased and {lease = ARGV[lease], ttl = N[p + 5]} or nil)
         st.lim = lim  -- the state is saved with the parameters of its last change, as in decide.py
         if lim.durability > 0 then
           -- What the call spends on the counter, recorded once with the usage of its first spender.
-          local d = N[l + 2 * j - 1]
-          if not spent_on then spent_on, spent, spent_base = {}, {}, {} end
-          local before = spent[d]
-          if before then
-            spent[d] = before + cost
-          else
-            spent[d], spent_base[d] = cost, it.usage
-            spent_on[#spent_on + 1] = d
-          end
+          if lim.spent == 0 then lim.payer = ARGV[N[p]] end
+          lim.spent = lim.spent + cost
+          spent_any = true
         end
       end
       row[3 * j + 3], row[3 * j + 4] = alg.report(st, lim, now)
     end
-    if leasing then row[4] = now + it.ttl end
+    if lease > 0 then row[4] = now + N[p + 5] end
   end
   return row
 end
 
 -- Decide every item in order (replays and in-batch repeats take no part). out[i] is the item's
--- row, or {-1, stored} for a replay; dup[i] names the earlier item an in-batch repeat replays.
-local out, dup = {}, {}
+-- row, or {-1, stored} for a replay.
+local out = {}
 local rolled_back = false
-for i, it in ipairs(items) do
-  if it.dup then
-    dup[i] = it.dup
-  elseif it.stored then
-    out[i] = {-1, it.stored}
+for i = 1, item_count do
+  if ids and DUP[i] then
+    out[i] = false
+  elseif ids and STORED[i] then
+    out[i] = {-1, STORED[i]}
   else
-    out[i] = decide(it)
-    if out[i][1] == 0 then rolled_back = atomic end
+    local row = decide(i)
+    out[i] = row
+    if row[1] == 0 then rolled_back = atomic end
   end
 end
 
@@ -362,11 +378,11 @@ if rolled_back then
     end
     retry_all = max(retry_all, retry)
   end
-  for i, it in ipairs(items) do
+  for i = 1, item_count do
     local row = out[i]
     if row and row[1] ~= -1 then
       row[1], row[2], row[4] = 0, retry_all, 0
-      local before = it.before
+      local before = BEFORE[i]
       if before then
         for n = 5, #row do row[n] = before[n] end
       end
@@ -378,84 +394,102 @@ else
   end
 end
 
--- Usage per usage key (allowed, denied, shadow_denied, cost:<unit>), and the decisions to remember.
-local usage, usage_bases = {}, {}
-for i, it in ipairs(items) do
-  local row = out[i]
-  if dup[i] then
+-- Usage per usage base: TALLY[base] = {allowed, denied, shadow_denied}, UNITS[base] = {['cost:<unit>'] =
+-- amount} (made only for items with units), in order of first use; and the decisions to remember.
+local TALLY, UNITS, bases = {}, nil, {}
+for i = 1, item_count do
+  local row, p = out[i], P[i]
+  if not row then
     row = {}
-    for n, value in ipairs(out[dup[i]]) do row[n] = value end
+    for n, value in ipairs(out[DUP[i]]) do row[n] = value end
     row[3] = 1
     out[i] = row
-  elseif row[1] ~= -1 and not it.dry then
-    local counters = usage[it.usage]
-    if not counters then
-      counters = {}
-      usage[it.usage] = counters
-      usage_bases[#usage_bases + 1] = it.usage
+  elseif row[1] ~= -1 and N[p + 4] == 0 then
+    local base = ARGV[N[p]]
+    local tally = TALLY[base]
+    if not tally then
+      tally = {0, 0, 0}
+      TALLY[base] = tally
+      bases[#bases + 1] = base
     end
     if row[1] == 0 then
-      counters.denied = (counters.denied or 0) + 1
+      tally[2] = tally[2] + 1
     else
-      counters.allowed = (counters.allowed or 0) + 1
-      local l = it.l
+      tally[1] = tally[1] + 1
+      local l = L[i]
       for j = 1, N[l] do
         if row[3 * j + 2] == 1 and defs[N[l + 2 * j - 1]].shadow then
-          counters.shadow_denied = (counters.shadow_denied or 0) + 1
+          tally[3] = tally[3] + 1
           break
         end
       end
-      local u = it.u
-      for c = 0, it.units - 1 do
-        local field = 'cost:' .. ARGV[N[u + 2 * c]]
-        counters[field] = (counters[field] or 0) + N[u + 2 * c + 1]
+      local units = N[p + 6]
+      if units > 0 then
+        UNITS = UNITS or {}
+        local costs = UNITS[base]
+        if not costs then
+          costs = {}
+          UNITS[base] = costs
+        end
+        for u = p + 7, p + 5 + 2 * units, 2 do
+          local field = 'cost:' .. ARGV[N[u]]
+          costs[field] = (costs[field] or 0) + N[u + 1]
+        end
       end
     end
-    if it.idem > 0 then
+    local idem = N[p + 3]
+    if idem > 0 then
       local fields = {}
       for n = 1, #row do fields[n] = itos(row[n]) end
-      local stored = itos(now) .. '|' .. table.concat(fields, ',') .. '|' .. it.desc
-      call('SET', KEYS[it.idem], stored, 'PX', ttl(IDEMPOTENCY_TTL))
+      local stored = itos(now) .. '|' .. table.concat(fields, ',') .. '|' .. descriptor(i)
+      call('SET', KEYS[idem], stored, 'PX', ttl(IDEMPOTENCY_TTL))
     end
   end
 end
 
--- Records: what the call spent on each durable counter, with the usage of the counter's first spender,
--- under "<counter key>|<bucket start>" (durability.record_bucket); a bucket's text is made once.
-if spent_on and not rolled_back then
-  local bucket_texts = {}
-  local function record_field(lim)
-    local code, start = lim.code, now - now % 60000
-    if code == 'cal' then
-      start = lim.ws
-    elseif code == 'fw' or code == 'swc' then
-      start = now - now % lim.per
-    end
-    local text = bucket_texts[start]
-    if not text then
-      text = '|' .. itos(start)
-      bucket_texts[start] = text
-    end
-    return lim.key .. text
+-- One HINCRBY per usage field that moved. An amount of 1 (the usual one) is passed as the string '1':
+-- a Lua number argument costs redis.call a float-to-text conversion (~2.4k instructions, a third of a
+-- HINCRBY). Records: what the call spent on each durable counter, with the usage of the counter's first
+-- spender, under "<counter key>|<bucket start>" (durability.record_bucket); a bucket's text is made once.
+local minute = itos(floor(now / 60000))
+local usage_keys, key_of = {}, {}
+for n, base in ipairs(bases) do
+  local key, tally = base .. minute, TALLY[base]
+  usage_keys[n], key_of[base] = key, key
+  local allowed, denied, shadow_denied = tally[1], tally[2], tally[3]
+  if allowed > 0 then call('HINCRBY', key, 'allowed', allowed == 1 and '1' or allowed) end
+  if denied > 0 then call('HINCRBY', key, 'denied', denied == 1 and '1' or denied) end
+  if shadow_denied > 0 then call('HINCRBY', key, 'shadow_denied', shadow_denied == 1 and '1' or shadow_denied) end
+  local costs = UNITS and UNITS[base]
+  if costs then
+    for field, amount in pairs(costs) do call('HINCRBY', key, field, amount) end
   end
-  for _, d in ipairs(spent_on) do
-    local counters, field = usage[spent_base[d]], record_field(defs[d])
-    counters[field] = (counters[field] or 0) + spent[d]
+end
+if spent_any and not rolled_back then
+  local bucket_texts, minute_start = {}, now - now % 60000
+  for _, d in ipairs(durable) do
+    local lim = defs[d]
+    local amount = lim.spent
+    if amount > 0 then
+      local code, start = lim.code, minute_start
+      if code == 'cal' then
+        start = lim.ws
+      elseif code == 'fw' or code == 'swc' then
+        start = now - now % lim.per
+      end
+      local text = bucket_texts[start]
+      if not text then
+        text = '|' .. itos(start)
+        bucket_texts[start] = text
+      end
+      call('HINCRBY', key_of[lim.payer], lim.key .. text, amount == 1 and '1' or amount)
+    end
   end
 end
 
 -- One SADD per 1000 usage keys; when it added any, every usage key of the call gets its TTL again
 -- (a key indexed before keeps at least the TTL it had: they all end two days after this minute).
-local minute = itos(floor(now / 60000))
 local index = index_base .. minute
-local usage_keys = {}
-for n, base in ipairs(usage_bases) do
-  local key = base .. minute
-  usage_keys[n] = key
-  for field, amount in pairs(usage[base]) do
-    call('HINCRBY', key, field, amount)
-  end
-end
 for first = 1, #usage_keys, 1000 do
   local last = math.min(first + 999, #usage_keys)
   if call('SADD', index, unpack(usage_keys, first, last)) > 0 then

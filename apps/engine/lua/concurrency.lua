@@ -4,7 +4,8 @@
 ALG.cc = {}
 
 function ALG.cc.load(lim, now)
-  local st = {count = call('ZCOUNT', lim.key, '(' .. itos(now), '+inf'), newest = nil, pending = {}}
+  local st = {count = call('ZCOUNT', lim.key, '(' .. itos(now), '+inf'), newest = nil, pending = {}, lim = lim,
+    dirty = false}
   if st.count > 0 then
     st.newest = tonumber(call('ZRANGE', lim.key, -1, -1, 'WITHSCORES')[2])
   end

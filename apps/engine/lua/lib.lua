@@ -5,21 +5,27 @@
 local tonumber, floor, max, format, match, call = tonumber, math.floor, math.max, string.format, string.match, redis.call
 local SLACK_MS = 1000          -- keys outlive their state a little: expiry never decides anything
 local TTL_FLOOR_MS = 0         -- 10 minutes when a test clock is given: fake time must not race real expiry
--- Algorithms are defined on first use (define(code) runs its fragment), so a call pays only for
--- the fragments it needs. Fragments read their string state through fetch(): one MGET for all.
+-- Algorithms are defined when a call first names them (check.lua runs define(code), which runs the
+-- fragment), so a call pays only for the fragments it needs. Fragments read their string state through
+-- fetch(): one MGET for all.
 local define
-local ALG = setmetatable({}, {__index = function(algorithms, code)
-  define(code)
-  return rawget(algorithms, code)
-end})
+local ALG = {}
 local FETCHED = {}
 
 local function itos(n)
   return format('%d', n)
 end
 
+-- A key's TTL argument; counters of one period share it, so each text is made once a call (TTL_TEXTS).
+local TTL_TEXTS = {}
 local function ttl(ms)
-  return itos(max(max(ms, 1) + SLACK_MS, TTL_FLOOR_MS))
+  ms = max(max(ms, 1) + SLACK_MS, TTL_FLOOR_MS)
+  local text = TTL_TEXTS[ms]
+  if not text then
+    text = itos(ms)
+    TTL_TEXTS[ms] = text
+  end
+  return text
 end
 
 local function read_now(arg)
@@ -59,7 +65,7 @@ end
 -- "<window start ms>:<used>", shared by fixed_window.lua and calendar.lua (a lost counter is written back
 -- by check.lua's seeds before it is loaded, or only put in FETCHED when dry runs alone read it).
 local function window_load(lim, start)
-  local st = {start = start, used = 0}
+  local st = {start = start, used = 0, lim = lim, dirty = false}  -- every field: growing it rehashes
   local raw = fetch(lim.key)
   if raw then
     local stored, used = match(raw, '^(%d+):(%d+)$')

@@ -18,7 +18,7 @@ local function cdiv(a, b)
 end
 
 function METER.load(lim, now)
-  local st = {level = 0, last = now}
+  local st = {level = 0, last = now, lim = lim, dirty = false}  -- every field: growing it rehashes
   local raw = fetch(lim.key)
   if raw then
     local level, last, expires = match(raw, '^(%d+):(%d+):(%d+)$')

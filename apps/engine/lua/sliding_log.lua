@@ -22,7 +22,9 @@ local function sl_rebuild(st, lim)
 end
 
 function ALG.sl.load(lim, now)
-  local st = {sum = 0, seq = 0, oldest = nil, newest = nil, pending = {}, cut = now - lim.per, drop = false}
+  -- Every field in the constructor (growing the table rehashes); pending: made by the first apply.
+  local st = {sum = 0, seq = 0, oldest = nil, newest = nil, pending = false, cut = now - lim.per, drop = false,
+    lim = lim, dirty = false}
   local raw = fetch(lim.key2)
   if not raw then
     sl_rebuild(st, lim)
@@ -51,7 +53,7 @@ function ALG.sl.eval(st, lim, now, cost)
     freed = freed + sl_cost(live[i])
     if freed >= need then return false, tonumber(live[i + 1]) + lim.per - now end
   end
-  for _, entry in ipairs(st.pending) do
+  for _, entry in ipairs(st.pending or {}) do
     freed = freed + entry[2]
     if freed >= need then return false, entry[1] + lim.per - now end
   end
@@ -60,7 +62,9 @@ end
 
 function ALG.sl.apply(st, lim, now, cost)
   st.seq = st.seq + 1
-  st.pending[#st.pending + 1] = {now, cost, format('%d:%d', st.seq, cost)}
+  local pending = st.pending or {}
+  pending[#pending + 1] = {now, cost, format('%d:%d', st.seq, cost)}
+  st.pending = pending
   st.sum = st.sum + cost
   st.newest = now
   st.dirty = true
@@ -74,8 +78,16 @@ end
 
 function ALG.sl.save(st, lim, now)
   if st.drop then call('ZREMRANGEBYSCORE', lim.key, '-inf', itos(st.cut)) end
-  for _, entry in ipairs(st.pending) do
-    call('ZADD', lim.key, itos(entry[1]), entry[3])
+  -- One ZADD per 500 new entries (a batch on one key adds one per item).
+  local pending = st.pending
+  for first = 1, #pending, 500 do
+    local args = {'ZADD', lim.key}
+    for n = first, math.min(first + 499, #pending) do
+      local entry = pending[n]
+      args[#args + 1] = itos(entry[1])
+      args[#args + 1] = entry[3]
+    end
+    call(unpack(args))
   end
   local oldest = st.oldest
   if st.drop or not oldest then

@@ -21,7 +21,7 @@ local function swc_admits(st, lim, t, cost)
 end
 
 function ALG.swc.load(lim, now)
-  local st = {start = 0, cur = 0, prev = 0}
+  local st = {start = 0, cur = 0, prev = 0, lim = lim, dirty = false}  -- every field: growing it rehashes
   local raw = fetch(lim.key)
   if raw then
     local s, c, p = match(raw, '^(%d+):(%d+):(%d+)$')
