@@ -6,8 +6,9 @@ import orjson
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse
+from django.utils.datastructures import MultiValueDict
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import BaseParser
+from rest_framework.parsers import BaseParser, DataAndFiles
 from rest_framework.renderers import BaseRenderer
 
 
@@ -32,9 +33,11 @@ class OrjsonParser(BaseParser):
         if limit is not None and len(body) > limit:
             raise RequestDataTooBig("The request body is too large.")
         try:
-            return orjson.loads(body)
+            data = orjson.loads(body)
         except orjson.JSONDecodeError as error:
             raise ParseError(f"The body is not valid JSON: {error}") from None
+        # What DRF makes of a bare value too, without the AttributeError it raises and catches to find out.
+        return DataAndFiles(data, MultiValueDict())
 
 
 class OrjsonResponse(HttpResponse):

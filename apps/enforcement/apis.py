@@ -8,19 +8,14 @@ from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
-from rest_framework.authentication import BaseAuthentication
-from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from apps.common import metrics
 from apps.common.exceptions import InvalidInput, PayloadTooLarge
-from apps.common.negotiation import JsonOnlyNegotiation
-from apps.common.renderers import OrjsonRenderer, OrjsonResponse
-from apps.enforcement import heartbeat, serializers
-from apps.enforcement.authentication import ApiKeyAuthentication, request_principal
+from apps.common.renderers import OrjsonResponse
+from apps.enforcement import serializers
+from apps.enforcement.authentication import request_principal
 from apps.enforcement.authz import authz_evaluate, forwarded_request
 from apps.enforcement.headers import ratelimit_headers, retry_after_header
 from apps.enforcement.leases import lease_acquire, lease_release, lease_renew
@@ -36,6 +31,7 @@ from apps.enforcement.parsing import (
     parse_renew,
 )
 from apps.enforcement.selectors import customer_limits_effective
+from apps.enforcement.service_api import ServiceApi
 from apps.enforcement.services import (
     COST_EXCEEDS_LIMIT,
     DENIED,
@@ -108,37 +104,6 @@ def outcome_headers(outcome: CheckOutcome) -> dict[str, str]:
     if outcome.code == OVER_LIMIT:
         headers.update(retry_after_header(outcome.retry_after_ms))
     return headers
-
-
-# Stateless, so one of each serves every request (DRF builds new ones per request).
-AUTHENTICATORS = (ApiKeyAuthentication(),)
-PERMISSIONS = (IsAuthenticated(),)
-RENDERER = OrjsonRenderer()
-
-
-class ServiceApi(APIView):
-    """Base of the hot endpoints: API keys only, no session or user lookup, JSON only."""
-
-    authentication_classes = [ApiKeyAuthentication]
-    permission_classes = [IsAuthenticated]
-    renderer_classes = [OrjsonRenderer]
-    content_negotiation_class: type[BaseContentNegotiation] = JsonOnlyNegotiation
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        """DRF's initial() without what these endpoints never use (format suffixes, versioning, throttles) and
-        with content negotiation answered in advance: they render JSON whatever the client accepts."""
-        # Every API process counts in the heartbeats the `local` failure policy divides limits by.
-        heartbeat.heartbeat_start()
-        self.format_kwarg = None
-        request.accepted_renderer, request.accepted_media_type = RENDERER, RENDERER.media_type
-        self.perform_authentication(request)
-        self.check_permissions(request)
-
-    def get_authenticators(self) -> list[BaseAuthentication]:
-        return list(AUTHENTICATORS)
-
-    def get_permissions(self) -> list[BasePermission]:
-        return list(PERMISSIONS)
 
 
 class CheckApi(ServiceApi):
