@@ -78,16 +78,22 @@ end
 
 function ALG.sl.save(st, lim, now)
   if st.drop then call('ZREMRANGEBYSCORE', lim.key, '-inf', itos(st.cut)) end
-  -- One ZADD per 500 new entries (a batch on one key adds one per item).
+  -- One ZADD per 500 new entries (a batch on one key adds one per item); a time's text is made once (the
+  -- entries of a call share it), and a single entry needs no argument table.
   local pending = st.pending
-  for first = 1, #pending, 500 do
-    local args = {'ZADD', lim.key}
-    for n = first, math.min(first + 499, #pending) do
-      local entry = pending[n]
-      args[#args + 1] = itos(entry[1])
-      args[#args + 1] = entry[3]
+  if #pending == 1 then
+    call('ZADD', lim.key, itos(pending[1][1]), pending[1][3])
+  else
+    for first = 1, #pending, 500 do
+      local args, stamp, text = {'ZADD', lim.key}, nil, nil
+      for n = first, math.min(first + 499, #pending) do
+        local entry = pending[n]
+        if entry[1] ~= stamp then stamp, text = entry[1], itos(entry[1]) end
+        args[#args + 1] = text
+        args[#args + 1] = entry[3]
+      end
+      call(unpack(args))
     end
-    call(unpack(args))
   end
   local oldest = st.oldest
   if st.drop or not oldest then
