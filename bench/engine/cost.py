@@ -26,6 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from apps.engine import CheckItem  # noqa: E402
 from apps.engine.store.redis import RedisStore  # noqa: E402
 from bench.engine.run import three_limits  # noqa: E402
+from bench.engine.targets import (  # noqa: E402
+    REDIS_US_PER_BATCH_DECISION,
+    REDIS_US_PER_CHECK,
+    at_most,
+    per_core,
+)
 
 ALGORITHMS = ("fixed_window", "calendar", "sliding_window", "sliding_log", "token_bucket", "leaky_bucket")
 
@@ -50,6 +56,15 @@ def measure(client: redis.Redis, action: Callable[[], object], calls: int) -> tu
         best_redis = min(best_redis, (after_usec - before_usec) / max(1, after_calls - before_calls))
         best_python = min(best_python, python)
     return best_redis, best_python
+
+
+def verdicts(single_us: float, same_us: float, spread_us: float) -> str:
+    """The issue-14 verdicts of one algorithm's Redis figures."""
+    return (
+        f"{'':>16}   single {at_most(single_us, REDIS_US_PER_CHECK)}, {per_core(single_us)}"
+        f" | per batch decision: same keys {same_us:.1f} µs {at_most(same_us, REDIS_US_PER_BATCH_DECISION)},"
+        f" 100 customers {spread_us:.1f} µs {at_most(spread_us, REDIS_US_PER_BATCH_DECISION)}"
+    )
 
 
 def main() -> int:
@@ -84,6 +99,7 @@ def main() -> int:
                 f" | batch100 same: redis {batch[0]:7.0f} µs  python {batch[1]:6.0f} µs"
                 f" | batch100 spread: redis {wide[0]:7.0f} µs  python {wide[1]:6.0f} µs"
             )
+            print(verdicts(single[0], batch[0] / 100, wide[0] / 100))
     finally:
         keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
         for start in range(0, len(keys), 500):

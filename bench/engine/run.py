@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from apps.engine import CheckItem, LimitSpec  # noqa: E402
 from apps.engine.store.redis import RedisStore  # noqa: E402
+from bench.engine.targets import BATCH_VS_SINGLE, SINGLE_VS_RAW, at_least  # noqa: E402
 
 BIG = 10**9
 SLICES = 3
@@ -152,6 +153,13 @@ def report(raw: float, peers: dict[str, float], engine: dict[str, tuple[float, f
         ratios = f"{single / raw:.2f}x | {single / moving:.2f}x | {3 * single / moving:.2f}x"
         batches = f"{batch:,.0f} | {batch / single:.1f}x | {spread:,.0f} | {spread / single:.1f}x"
         lines.append(f"| {name} | {single:,.0f} | {ratios} | {batches} |")
+    lines += ["", "issue 14 targets:"]
+    for name, (single, batch, spread) in engine.items():
+        lines.append(
+            f"  {name}: single vs raw {single / raw:.2f}x {at_least(single / raw, SINGLE_VS_RAW)};"
+            f" batch vs single {batch / single:.1f}x {at_least(batch / single, BATCH_VS_SINGLE)}"
+            f" (100 customers {spread / single:.1f}x {at_least(spread / single, BATCH_VS_SINGLE)})"
+        )
     return "\n".join(lines)
 
 
