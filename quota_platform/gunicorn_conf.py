@@ -14,6 +14,8 @@ bind = os.environ.get("BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}")
 # One worker per core keeps the CPU busy without context-switch overhead; a request spends
 # most of its time on CPU (parsing, deciding) and well under a millisecond waiting for Redis.
 workers = int(os.environ.get("WEB_CONCURRENCY", os.cpu_count() or 2))
+# sync answers one request per connection (no keep-alive); gthread keeps connections open but hands every request
+# to a thread pool. Tried alike for every bench server (issue 14, bench/RESULTS.md): no CPU per request saved.
 worker_class = os.environ.get("WEB_WORKER_CLASS", "sync")
 threads = int(os.environ.get("WEB_THREADS", "1"))
 

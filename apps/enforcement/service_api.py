@@ -7,6 +7,7 @@ is worked out once. A subclass that picks other classes gets DRF's own behaviour
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,6 +75,7 @@ class ServiceApi(APIView):
         return headers
 
     @classmethod
+    @functools.cache  # per class and names: asked on every request, answered by the class alone
     def _as_base(cls, *names: str) -> bool:
         """Whether this class keeps ServiceApi's choice for every attribute named."""
         return all(getattr(cls, name) is getattr(ServiceApi, name) for name in names)
