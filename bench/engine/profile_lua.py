@@ -160,13 +160,9 @@ def cleanup(client: redis.Redis, prefix: str) -> None:
         client.delete(*found[start : start + 500])
 
 
-def main() -> int:
-    """Print one line per variant."""
-    client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6391/0"))
-    prefix = f"bench-profile-{uuid.uuid4().hex[:8]}"
-    store = RedisStore(client, prefix)
-    keys, argv, decisions = workload(store, ARGS.algorithm, ARGS.case)
-    log = client.eval(logging_script(CHECK_SCRIPT), len(keys), *keys, *argv)
+def script_variants(log: str) -> dict[str, str]:
+    """The scripts to compare: a trivial one, the check script cut at each mark, its commands alone, the
+    other checkout's, and the whole check script."""
     variants = {"return 1": "return 1"}
     if not ARGS.full_only:
         variants |= {f"stop: {mark}": cut(CHECK_SCRIPT, mark) for mark in MARKS}
@@ -177,28 +173,43 @@ def main() -> int:
             variants |= {f"other stop: {mark}": cut(other, mark) for mark in MARKS}
         variants["other full"] = other
     variants["full"] = CHECK_SCRIPT
-    shas = {name: client.script_load(text) for name, text in variants.items()}
-    if ARGS.callgrind:
-        try:
-            count_instructions(client, shas, keys, argv)
-        finally:
-            cleanup(client, prefix)
-        return 0
-    calls = ARGS.calls if ARGS.case == "single" else max(5, ARGS.calls // 20)
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    return variants
+
+
+def timed(
+    client: redis.Redis, shas: dict[str, str], keys: list[str], argv: list[object], calls: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Per variant, EVALSHA usec per call and Redis main-thread CPU per call, one sample per slice."""
+    samples: dict[str, list[float]] = {name: [] for name in shas}
+    cpu: dict[str, list[float]] = {name: [] for name in shas}
     schedstat = Path(f"/proc/{client.info('server')['process_id']}/schedstat")
+    for _ in range(ARGS.slices):
+        for name, sha in shas.items():
+            before = client.info("commandstats").get("cmdstat_evalsha", {"calls": 0, "usec": 0})
+            ran = int(schedstat.read_text().split()[0])
+            for _ in range(calls):
+                client.evalsha(sha, len(keys), *keys, *argv)
+            ran = int(schedstat.read_text().split()[0]) - ran
+            after = client.info("commandstats")["cmdstat_evalsha"]
+            samples[name].append((after["usec"] - before["usec"]) / (after["calls"] - before["calls"]))
+            cpu[name].append(ran / 1000 / calls)
+    return samples, cpu
+
+
+def main() -> int:
+    """Print one line per variant."""
+    client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6391/0"))
+    prefix = f"bench-profile-{uuid.uuid4().hex[:8]}"
+    store = RedisStore(client, prefix)
+    keys, argv, decisions = workload(store, ARGS.algorithm, ARGS.case)
+    log = client.eval(logging_script(CHECK_SCRIPT), len(keys), *keys, *argv)
+    shas = {name: client.script_load(text) for name, text in script_variants(log).items()}
     try:
-        for _ in range(ARGS.slices):
-            for name, sha in shas.items():
-                before = client.info("commandstats").get("cmdstat_evalsha", {"calls": 0, "usec": 0})
-                ran = int(schedstat.read_text().split()[0])
-                for _ in range(calls):
-                    client.evalsha(sha, len(keys), *keys, *argv)
-                ran = int(schedstat.read_text().split()[0]) - ran
-                after = client.info("commandstats")["cmdstat_evalsha"]
-                samples[name].append((after["usec"] - before["usec"]) / (after["calls"] - before["calls"]))
-                cpu[name].append(ran / 1000 / calls)
+        if ARGS.callgrind:
+            count_instructions(client, shas, keys, argv)
+            return 0
+        calls = ARGS.calls if ARGS.case == "single" else max(5, ARGS.calls // 20)
+        samples, cpu = timed(client, shas, keys, argv, calls)
     finally:
         cleanup(client, prefix)
     print(f"{ARGS.algorithm} {ARGS.case}: {len(json.loads(log))} Redis commands per call, {decisions} decisions")
