@@ -13,7 +13,7 @@ every server, and wrk as the load generator:
 
 Reported per phase: requests/s, decisions/s, p50 and p99 latency, CPU µs per request of the gunicorn process tree
 (master + workers, from /proc, before/after the phase; far steadier than req/s on shared machines), Redis CPU per
-request, the admitted fraction and error counts; then the targets of issue 4 as ratios with PASS/MISS.
+request, the admitted fraction and error counts; then the targets of issue 14 as ratios with PASS/MISS.
 
 DATABASE_URL (PostgreSQL) and REDIS_URL are used when set (a fresh database is created on that server and dropped
 afterwards; Redis keys go under a fresh prefix); otherwise throwaway servers are started from the local binaries.
