@@ -8,6 +8,7 @@ from apps.apikeys.services import api_key_create
 from apps.enforcement import authentication, names
 from apps.enforcement.authentication import BadKeyGuard
 from apps.enforcement.ledger import decision_ledger
+from apps.enforcement.seeding import usage_seeds
 from apps.enforcement.store import engine_store_use
 from apps.engine import ManualClock
 from apps.engine.names import MemoryNameBudget
@@ -45,6 +46,19 @@ def clock() -> ManualClock:
 @pytest.fixture
 def engine(redis_client, key_prefix, clock):
     store = RedisStore(redis_client, key_prefix=key_prefix, clock=clock)
+    engine_store_use(store)
+    yield store
+    engine_store_use(None)
+
+
+NOON_MS = 1_767_268_800_000  # 2026-01-01T12:00:00Z
+
+
+@pytest.fixture
+def seeded_engine(redis_client, key_prefix, clock):
+    """A Redis store with the production seeder (lost durable counters are rebuilt from PostgreSQL), at noon."""
+    clock.set(NOON_MS)
+    store = RedisStore(redis_client, key_prefix=key_prefix, clock=clock, seeder=usage_seeds)
     engine_store_use(store)
     yield store
     engine_store_use(None)

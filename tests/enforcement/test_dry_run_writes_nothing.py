@@ -4,26 +4,13 @@ check after them still rebuilds and counts. Through the HTTP stack, with the pro
 
 import pytest
 
-from apps.enforcement.seeding import usage_seeds
-from apps.enforcement.store import engine_store_use
-from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm
 from apps.usage.services import usage_flush
 from tests.api_fixtures import client_with
 from tests.limits.factories import CalendarLimitFactory, LimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
-NOON_MS = 1_767_268_800_000  # 2026-01-01T12:00:00Z
 MINUTE_MS = 60_000
-
-
-@pytest.fixture
-def seeded_engine(redis_client, key_prefix, clock):
-    clock.set(NOON_MS)
-    store = RedisStore(redis_client, key_prefix=key_prefix, clock=clock, seeder=usage_seeds)
-    engine_store_use(store)
-    yield store
-    engine_store_use(None)
 
 
 @pytest.fixture

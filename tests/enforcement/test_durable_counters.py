@@ -6,17 +6,13 @@ admitted: the counter is rebuilt from its records in PostgreSQL (apps/engine/dur
 
 import pytest
 
-from apps.enforcement.seeding import usage_seeds
-from apps.enforcement.store import engine_store_use
-from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm
 from apps.usage.services import usage_flush
-from tests.api_fixtures import client_with
+from tests.api_fixtures import NOON_MS, client_with
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db
-NOON_MS = 1_767_268_800_000  # 2026-01-01T12:00:00Z
 MINUTE_MS = 60_000
 N, K = 10, 6
 CHECK = {
@@ -43,15 +39,6 @@ SCOPES = {
 
 
 @pytest.fixture
-def durable_engine(redis_client, key_prefix, clock):
-    clock.set(NOON_MS)
-    store = RedisStore(redis_client, key_prefix=key_prefix, clock=clock, seeder=usage_seeds)
-    engine_store_use(store)
-    yield store
-    engine_store_use(None)
-
-
-@pytest.fixture
 def lose_redis(redis_client, key_prefix):
     def lose() -> None:
         keys = list(redis_client.scan_iter(match=f"{key_prefix}*", count=1000))
@@ -74,7 +61,7 @@ def flush(store, clock) -> None:
 @pytest.mark.parametrize("scope", SCOPES)
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_after_a_loss_exactly_what_was_left_is_admitted(
-    service_key, durable_engine, clock, lose_redis, algorithm, scope
+    service_key, seeded_engine, clock, lose_redis, algorithm, scope
 ) -> None:
     LimitFactory(name="lim", operation=OperationFactory(name="Op"), algorithm=algorithm, quantity=N,
                  **ALGORITHMS[algorithm], **SCOPES[scope])  # fmt: skip
@@ -82,14 +69,14 @@ def test_after_a_loss_exactly_what_was_left_is_admitted(
     for _ in range(K):
         assert admitted(api, 1) == 1
         clock.advance(1000)
-    flush(durable_engine, clock)
+    flush(seeded_engine, clock)
     lose_redis()
 
     assert admitted(api, N) == N - K
 
 
 def test_the_seed_scenario_in_a_customer_time_zone_resumes_each_stream_where_it_was(
-    service_key, durable_engine, clock, lose_redis
+    service_key, seeded_engine, clock, lose_redis
 ) -> None:
     """10 ModifyShardCount per account and stream per day, in Asia/Kolkata: 20:00 UTC is already tomorrow there."""
     CustomerFactory(external_id="acct-1", timezone="Asia/Kolkata")
@@ -99,7 +86,7 @@ def test_the_seed_scenario_in_a_customer_time_zone_resumes_each_stream_where_it_
     clock.set(NOON_MS + 8 * 3_600_000)
     api = client_with(service_key)
     assert admitted(api, 6, operation="ModifyShardCount") == 6
-    flush(durable_engine, clock)
+    flush(seeded_engine, clock)
     lose_redis()
 
     assert admitted(api, 10, operation="ModifyShardCount") == 4
@@ -115,7 +102,7 @@ class Killed(Exception):
     [("read", False), ("claimed", False), ("added", False), ("committed", True), ("discarded", True)],
 )
 def test_a_flush_killed_at_any_step_then_a_loss_admits_no_more_than_the_unflushed(
-    service_key, durable_engine, clock, lose_redis, step, committed
+    service_key, seeded_engine, clock, lose_redis, step, committed
 ) -> None:
     LimitFactory(name="daily", operation=OperationFactory(name="Op"), algorithm=Algorithm.CALENDAR,
                  period_seconds=None, calendar_period="day", quantity=N, key_by=["customer"])  # fmt: skip
@@ -128,7 +115,7 @@ def test_a_flush_killed_at_any_step_then_a_loss_admits_no_more_than_the_unflushe
             raise Killed(at)
 
     with pytest.raises(Killed):
-        usage_flush(store=durable_engine, now_ms=clock.now_ms(), checkpoint=kill)
+        usage_flush(store=seeded_engine, now_ms=clock.now_ms(), checkpoint=kill)
     lose_redis()
 
     # committed: the records are in PostgreSQL; otherwise the K checks were the unflushed ones, lost with Redis
