@@ -120,15 +120,12 @@ def main() -> None:
     parser.add_argument("--sort", default="tottime")
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--dump", help="also write the profile to this file (pstats)")
-    parser.add_argument("--middleware", help="comma-separated MIDDLEWARE to use instead of the settings' (what-if)")
+    parser.add_argument(
+        "--middleware", help="what-if: 'full' (the settings' MIDDLEWARE) or a comma-separated list (default: wsgi.py's)"
+    )
     args = parser.parse_args()
     token = _setup(Path(tempfile.mkdtemp(prefix="qp-profile-")))
-    from django.conf import settings
-    from django.core.wsgi import get_wsgi_application
-
-    if args.middleware is not None:  # what-if: the same app under another middleware list
-        settings.MIDDLEWARE = [name for name in args.middleware.split(",") if name]
-    app = get_wsgi_application()
+    app = _application(args.middleware)
     path = "/api/v1/check/batch" if args.batch else "/api/v1/check"
     bodies = _bodies(args.batch)
     _drive(app, path, bodies, token, 500)  # warm: snapshot, scripts, names, caches
@@ -145,6 +142,21 @@ def main() -> None:
         stats.dump_stats(args.dump)
     stats.sort_stats(args.sort).print_stats(args.top)
     _print_by_package(stats)
+
+
+def _application(middleware: str | None) -> Any:
+    """The production WSGI entry (/api/v1/ through its lean middleware chain), or, as a what-if, the whole app
+    under another MIDDLEWARE list ("full" = the settings' own list, what the admin pages get)."""
+    from django.conf import settings
+    from django.core.wsgi import get_wsgi_application
+
+    if middleware is None:
+        from quota_platform.wsgi import application
+
+        return application
+    if middleware != "full":
+        settings.MIDDLEWARE = [name for name in middleware.split(",") if name]
+    return get_wsgi_application()
 
 
 def _package(filename: str) -> str:

@@ -29,6 +29,19 @@ def manage(env: dict[str, str], *arguments: str) -> str:
     return result.stdout
 
 
+def server_command(app: str, port: int) -> list[str]:
+    """The command serving the WSGI module `app` on `port`: gunicorn under the production config, or, with
+    WEB_SERVER=granian, granian with as many workers and one blocking thread each (the same for every server)."""
+    if os.environ.get("WEB_SERVER", "gunicorn") != "granian":
+        return [PYTHON, "-m", "gunicorn", "-c", "python:quota_platform.gunicorn_conf", app]
+    workers = os.environ.get("WEB_CONCURRENCY", str(os.cpu_count() or 2))
+    return [
+        *(PYTHON, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port)),
+        *("--workers", workers, "--blocking-threads", "1", "--no-ws", "--log-level", "warning"),
+        f"{app}:application",
+    ]
+
+
 class Gunicorn:
     """gunicorn -c python:quota_platform.gunicorn_conf APP, on a free loopback port, in its own session."""
 
@@ -38,7 +51,7 @@ class Gunicorn:
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**env, "BIND": f"127.0.0.1:{self.port}"}
         self.log_path = workdir / f"gunicorn-{name}-{self.port}.log"
-        self.command = [PYTHON, "-m", "gunicorn", "-c", "python:quota_platform.gunicorn_conf", app]
+        self.command = server_command(app, self.port)
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Gunicorn:
