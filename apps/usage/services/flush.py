@@ -33,6 +33,7 @@ from apps.engine import Store
 from apps.engine.store.base import UsageRow
 from apps.usage.models import FlushedMinute, UsageMinute
 from apps.usage.services.minutes import COUNTERS, add_into, usage_minutes_add
+from apps.usage.services.partitions import usage_partitions_ensure
 from apps.usage.services.quarantine import UsageKey, usage_quarantine_add
 from apps.usage.services.records import Reach, counter_records_add, merged_records
 
@@ -104,6 +105,8 @@ def usage_flush(
     counter's records matter (services/records.py).
     """
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    # Today's and the next days' partitions (PostgreSQL); a catalog read when they are there already.
+    usage_partitions_ensure()
     horizon = now_ms // MINUTE_MS - SAFETY_MARGIN_MINUTES
     minutes = [minute for minute in store.usage_minutes() if minute < horizon]
     outcomes = [_flush_minute(store, minute, checkpoint, reach) for minute in minutes]
