@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-pytest_plugins = ["tests.api_fixtures"]
+pytest_plugins = ["tests.api_fixtures", "tests.fixtures_cluster"]
 
 
 @pytest.fixture(autouse=True)
