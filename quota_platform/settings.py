@@ -1,8 +1,6 @@
-"""The one settings module. Every value comes from the environment (django-environ).
-
-Every variable read here is documented in `.env.example`. A `.env` file in the
-project root (or the file ENV_FILE names; ENV_FILE="" reads none) is read too,
-without overriding variables already set.
+"""The one settings module. Every value comes from the environment (django-environ), each documented in
+`.env.example`. A `.env` file in the project root (or the file ENV_FILE names; ENV_FILE="" reads none) is read
+too, without overriding variables already set.
 """
 
 import os
@@ -108,8 +106,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env.int("DATABASE_CONNECT_TIMEOUT", default=3)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Redis holds the counters. Without REDIS_URL the embedded default keeps them in process.
+# Redis holds the counters (COUNTERS_REDIS_URL; redis+cluster://host:port,… names a Redis Cluster) and the cache
+# (REDIS_URL: one Redis, never a cluster). With neither set, the embedded default keeps the counters in process.
 REDIS_URL = env.str("REDIS_URL", default="")
+COUNTERS_REDIS_URL = env.str("COUNTERS_REDIS_URL", default="") or REDIS_URL  # empty means REDIS_URL too
 # A check waits at most this long for Redis before its limits' failure policies apply.
 QUOTA_REDIS_TIMEOUT_MS = env.int("QUOTA_REDIS_TIMEOUT_MS", default=50)
 # Batches get longer: a 1000-item script costs tens of ms of Redis CPU, and after a timeout the failure

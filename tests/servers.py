@@ -1,7 +1,8 @@
 """Throwaway PostgreSQL and Redis servers started from the local binaries.
 
 Used by `tests/testenv.py` (what `make test` runs) when no DATABASE_URL / REDIS_URL is given,
-and by tests that need a server of their own to kill (chaos tests).
+and by tests that need a server of their own to kill (chaos tests). The local Redis Cluster (3 masters +
+3 replicas, RedisClusterServer) is in tests/cluster_server.py, built on the helpers here.
 """
 
 from __future__ import annotations
