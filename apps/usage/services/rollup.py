@@ -21,6 +21,7 @@ import logging
 from dataclasses import dataclass
 
 from django.db import connection, transaction
+from django.db.models import QuerySet
 
 from apps.usage.models import FlushedMinute, RollupMark, UsageBucket, UsageDay, UsageHour, UsageMinute
 from apps.usage.services.flush import minute_start
@@ -92,10 +93,16 @@ def _lock() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [ROLLUP_LOCK_ID])
 
 
+def rows_in(source: type[UsageBucket], start: dt.datetime, end: dt.datetime) -> QuerySet[UsageBucket]:
+    """source's rows with start <= bucket < end: a range on the partition key, so PostgreSQL reads only the
+    day partitions of UsageMinute it spans (tests/usage/services/test_usage_partitions.py shows the plan)."""
+    return source.objects.filter(bucket__gte=start, bucket__lt=end).order_by()
+
+
 def _recompute(target: type[UsageBucket], source: type[UsageBucket], start: dt.datetime, end: dt.datetime) -> None:
     """Replace target's rows of the bucket starting at `start` by the sums of source's rows in [start, end)."""
     totals: dict[tuple[str, str], UsageBucket] = {}
-    for row in source.objects.filter(bucket__gte=start, bucket__lt=end).order_by().iterator(chunk_size=2000):
+    for row in rows_in(source, start, end).iterator(chunk_size=2000):
         total = totals.get((row.customer, row.operation))
         if total is None:
             totals[(row.customer, row.operation)] = target(
