@@ -73,13 +73,19 @@ def add_into(target: UsageBucket, source: UsageBucket) -> None:
 def merged_minutes(rows: Iterable[UsageMinute]) -> list[UsageMinute]:
     """One row per (customer, operation, bucket), summed, in that order (one statement may not touch a row twice)."""
     merged: dict[tuple[str, str, dt.datetime], UsageMinute] = {}
+    summed: set[tuple[str, str, dt.datetime]] = set()
     for row in rows:
         key = (row.customer, row.operation, row.bucket)
         held = merged.get(key)
         if held is None:
+            # Kept as it is unless the key comes again: a model built per row was a third of a 100k-row flush.
+            merged[key] = row
+            continue
+        if key not in summed:  # the sum goes into a new row, never into one of the caller's
             merged[key] = UsageMinute(customer=row.customer, operation=row.operation, bucket=row.bucket, costs={})
-            held = merged[key]
-        add_into(held, row)
+            add_into(merged[key], held)
+            summed.add(key)
+        add_into(merged[key], row)
     return [merged[key] for key in sorted(merged)]
 
 
