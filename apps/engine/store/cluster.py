@@ -1,0 +1,193 @@
+"""ClusterStore: the RedisStore protocol on a Redis Cluster, one script call per hash slot.
+
+Redis Cluster runs a script only when every key it names hashes to one slot. Every key of a check is
+tagged (keys.py): counters by customer, IP or limit name, and the check's own idempotency and usage keys by
+customer. So a check whose limits are all keyed by customer (the common case) is one EVALSHA on the node
+serving that customer's slot, exactly as on a single Redis; the per-minute usage index and the epoch key
+(both untagged on a single Redis) take the slot's customer tag here: `<prefix>:ui:{c=<customer>}:<minute>`
+and `<prefix>:epoch:{c=<customer>}`. So a node that restarts empty loses its customers' epochs with their
+counters, and their durable counters are rebuilt from their records as after any loss.
+
+A batch is grouped by slot; the groups go out in one cluster pipeline (one round trip per node, the nodes
+in turn) and the answers are put back in the batch's order. An atomic batch must fit in one slot.
+
+Not built yet: a check whose limits live on several slots (a per-IP or global limit beside per-customer
+ones). It raises CrossSlotCheck before anything is counted; reserving slot by slot with refunds is the
+missing piece (issue 15).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from redis.crc import key_slot
+from redis.exceptions import NoScriptError
+
+from apps.engine.keys import IDEMPOTENCY_TTL_MS
+from apps.engine.store.args import NEEDS_SEED, REUSED, encode
+from apps.engine.store.base import UsageRow, usage_row
+from apps.engine.store.plan import ItemPlan
+from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore, _text
+from apps.engine.types import IdempotencyKeyReused, InvalidCheck
+
+_FINGERPRINT = re.compile(r"\|([0-9a-fA-F]+)$")
+
+
+class CrossSlotCheck(InvalidCheck):
+    """A check whose keys live on more than one cluster slot, or an atomic batch over several slots."""
+
+
+class ClusterStore(RedisStore):
+    """A Store on Redis Cluster (client: redis.cluster.RedisCluster). See the module docstring."""
+
+    def _rows(self, plans: list[ItemPlan], atomic: bool, client: Any = None) -> list[list[Any]]:
+        client = client or self._client
+        groups = slot_groups(plans)
+        if atomic and len(groups) > 1:
+            raise CrossSlotCheck("an atomic batch on Redis Cluster must name one customer's keys only")
+        if len(groups) > 1:
+            self._refuse_reused_ids(client, plans)
+        now = self._now_arg()
+        pipe = client.pipeline(transaction=False)
+        calls = []
+        for members in groups.values():
+            index_base, epoch_key = self._slot_keys(plans[members[0]])
+            keys, args, _ = encode([plans[i] for i in members], atomic, now, index_base, epoch_key, {})
+            pipe.execute_command("EVALSHA", self._check.sha, len(keys), *keys, *args)
+            calls.append((members, index_base, epoch_key))
+        answers = pipe.execute(raise_on_error=False)
+        rows: list[list[Any]] = [[] for _ in plans]
+        for (members, index_base, epoch_key), answer in zip(calls, answers, strict=True):
+            group = [plans[i] for i in members]
+            if isinstance(answer, NoScriptError) or _asks_seeds(answer):
+                answer = self._group_rows(client, group, atomic, index_base, epoch_key)
+            elif isinstance(answer, Exception):
+                raise answer
+            _raise_if_reused(answer, members)
+            if len(answer) != len(members):
+                raise ValueError(f"check.lua answered {len(answer)} rows for {len(members)} checks")
+            for i, row in zip(members, answer, strict=True):
+                rows[i] = row
+        return rows
+
+    def _refuse_reused_ids(self, client: Any, plans: list[ItemPlan]) -> None:
+        """Raise IdempotencyKeyReused before any slot is called when request ids are reused (one read per slot),
+        so a batch over several slots writes nothing then, as on one Redis. The scripts check again as they run:
+        only a conflicting reuse racing this call can find one slot decided and another refused."""
+        positions = [i for i, plan in enumerate(plans) if plan.idem_key is not None]
+        if not positions:
+            return
+        stored = client.mget_nonatomic([plans[i].idem_key for i in positions])
+        now = self._clock.now_ms() if self._clock is not None else self._hint.now_ms()
+        reused = reused_positions([plans[i] for i in positions], [_text(s) if s else None for s in stored], now)
+        if reused:
+            raise IdempotencyKeyReused(tuple(positions[n] for n in reused))
+
+    def _group_rows(
+        self, client: Any, plans: list[ItemPlan], atomic: bool, index_base: str, epoch_key: str | None
+    ) -> list[list[Any]]:
+        """One slot's checks called alone: loads the script if the node lacks it, rebuilds missing counters."""
+        seeds: dict[int, str] = {}
+        for _ in range(MAX_SEED_CALLS):
+            keys, args, definitions = encode(plans, atomic, self._now_arg(), index_base, epoch_key, seeds)
+            rows = self._eval(client, keys, args)
+            if not _asks_seeds(rows):
+                return rows
+            seeds.update(self._seeds(rows[0], definitions))
+        raise RuntimeError(f"check.lua still asked for seeds after {MAX_SEED_CALLS} calls")
+
+    def _slot_keys(self, plan: ItemPlan) -> tuple[str, str | None]:
+        """(usage index base, epoch key) in the slot of `plan`'s customer."""
+        prefix = self._layout.prefix
+        tag = plan.usage_base[len(prefix) + 3 :].split("}", 1)[0] + "}"  # "{c=<customer>}"
+        epoch_key = f"{prefix}:epoch:{tag}" if self._seeder is not None else None
+        return f"{prefix}:ui:{tag}:", epoch_key
+
+    def usage_minutes(self) -> list[int]:
+        """Minutes with usage waiting on any master (SCAN of every master for the per-slot indexes)."""
+        return sorted({_minute_of(key) for key in self._index_keys("*")})
+
+    def usage_rows(self, minute: int) -> list[UsageRow]:
+        """The usage counted during `minute` on every master."""
+        keys = sorted({_text(key) for index in self._index_keys(str(minute)) for key in self._client.smembers(index)})
+        pipe = self._client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(key)
+        rows = []
+        for key, fields in zip(keys, pipe.execute(), strict=True):
+            counters = {_text(name): int(value) for name, value in fields.items()}
+            rows.append(usage_row(self._layout, key, counters))
+        return rows
+
+    def usage_discard(self, minute: int) -> None:
+        """Delete the usage of `minute` and its indexes, slot by slot."""
+        for index in self._index_keys(str(minute)):
+            members = [_text(key) for key in self._client.smembers(index)]
+            self._client.delete(index, *members)  # one slot: the index and its members share the tag
+
+    def counters_forget(self, counters: Sequence[str]) -> None:
+        """Delete `counters` and the epoch of each of their slots' customers (rebuilt when next needed)."""
+        for counter in counters:
+            keys = self._layout.keys_of_counter(counter)
+            tag = counter.split("}", 1)[0][len("c:") :] + "}"
+            pipe = self._client.pipeline(transaction=False)
+            pipe.delete(*keys)
+            if tag.startswith("{c="):
+                pipe.delete(f"{self._layout.prefix}:epoch:{tag}")
+            pipe.execute()
+
+    def _index_keys(self, minute: str) -> list[str]:
+        pattern = f"{self._layout.prefix}:ui:*:{minute}"
+        return sorted({_text(key) for key in self._client.scan_iter(match=pattern, count=1000)})
+
+
+def slot_groups(plans: Sequence[ItemPlan]) -> dict[int, list[int]]:
+    """{slot: the positions of the plans whose keys all hash to it}, in first-seen order; a plan whose keys
+    span slots raises CrossSlotCheck (nothing has been sent)."""
+    groups: dict[int, list[int]] = {}
+    for position, plan in enumerate(plans):
+        slot = key_slot(plan.usage_base.encode())
+        strays = [lp.spec.name for lp in plan.limits if any(key_slot(k.encode()) != slot for k in lp.keys)]
+        if strays:
+            raise CrossSlotCheck(
+                f"limits {', '.join(sorted(set(strays)))} are not keyed by customer: on Redis Cluster every limit"
+                " a check spends must be keyed by customer (checks over several slots are not supported yet)"
+            )
+        groups.setdefault(slot, []).append(position)
+    return groups
+
+
+def reused_positions(plans: Sequence[ItemPlan], stored: Sequence[str | None], now: int) -> list[int]:
+    """The positions among `plans` (each with a request id; `stored`: what its idempotency key holds) whose id
+    was stored or used earlier in the call with other parameters: check.lua's rule, in Python."""
+    first_of: dict[str, ItemPlan] = {}
+    reused = []
+    for n, (plan, text) in enumerate(zip(plans, stored, strict=True)):
+        key, mine, dry = plan.idem_key or "", plan.fingerprint, plan.item.dry_run
+        same = True
+        if key in first_of:
+            same = first_of[key].fingerprint == mine
+        elif text is not None and now - int(text.split("|", 1)[0]) < IDEMPOTENCY_TTL_MS:
+            theirs = _FINGERPRINT.search(text)
+            same = (theirs is not None and theirs.group(1) == mine) or (theirs is None and not dry)
+        elif not dry:
+            first_of[key] = plan
+        if not same:
+            reused.append(n)
+    return reused
+
+
+def _asks_seeds(answer: Any) -> bool:
+    return bool(answer) and bool(answer[0]) and answer[0][0] == NEEDS_SEED
+
+
+def _raise_if_reused(answer: list[list[Any]], members: list[int]) -> None:
+    """A slot's call that found request ids reused wrote nothing; the other slots' calls were decided."""
+    if answer and answer[0] and answer[0][0] == REUSED:
+        raise IdempotencyKeyReused(tuple(members[int(number) - 1] for number in answer[0][1:]))
+
+
+def _minute_of(index_key: str) -> int:
+    return int(index_key.rsplit(":", 1)[1])
