@@ -22,12 +22,13 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.db import DatabaseError
-from redis.exceptions import RedisError
 
 from apps.common import metrics
 from apps.common.background import PeriodicThread
 from apps.enforcement.breaker import CircuitBreaker
+from apps.enforcement.redis_clients import COUNTERS_ERRORS, counters_client, is_cluster_url
 from apps.engine import MemoryStore, Store
+from apps.engine.store.cluster import ClusterStore, CrossSlotCheck
 from apps.engine.store.redis import RedisStore
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,8 @@ _lock = threading.Lock()
 def _build_store() -> Store:
     from apps.enforcement.seeding import usage_seeds
 
+    if settings.COUNTERS_REDIS_URL and settings.COUNTERS_REDIS_URL != settings.REDIS_URL:
+        return _counters_store(settings.COUNTERS_REDIS_URL)
     if settings.REDIS_URL:
         from django_redis import get_redis_connection
 
@@ -56,6 +59,16 @@ def _build_store() -> Store:
     store = MemoryStore(key_prefix=settings.QUOTA_KEY_PREFIX, seeder=usage_seeds)
     usage_flusher_start(store, EMBEDDED_FLUSH_INTERVAL_S)
     return store
+
+
+def _counters_store(url: str) -> Store:
+    """Counters on their own Redis or Redis Cluster (COUNTERS_REDIS_URL), with clients of their own."""
+    from apps.enforcement.seeding import usage_seeds
+
+    client = counters_client(url, settings.QUOTA_REDIS_TIMEOUT_MS)
+    batch = counters_client(url, settings.QUOTA_REDIS_TIMEOUT_MS, settings.QUOTA_REDIS_BATCH_TIMEOUT_MS)
+    kind = ClusterStore if is_cluster_url(url) else RedisStore
+    return kind(client, key_prefix=settings.QUOTA_KEY_PREFIX, seeder=usage_seeds, batch_client=batch)  # type: ignore[arg-type]
 
 
 def engine_store() -> Store:
@@ -108,8 +121,13 @@ def engine_call(call: Callable[[Store], T], *, fallback: Callable[[], F]) -> T |
             if _reconcile_due:
                 _reconcile(engine_store())
             result = call(engine_store())
-        except RedisError as error:
+        except COUNTERS_ERRORS as error:  # RedisError, and a cluster client's own RedisClusterException
             _store_failed(error)
+        except CrossSlotCheck as error:
+            # A configuration the cluster cannot run in one script (store/cluster.py): Redis is fine, so the
+            # breaker is not told; the limits' failure policies answer, and the log says what to change.
+            redis_breaker.record_abandoned()
+            logger.error("Check not run on Redis Cluster: %s", error)
         except Exception:
             redis_breaker.record_abandoned()
             raise
@@ -131,7 +149,7 @@ def _reconcile(store: Store) -> None:
         logger.exception("Could not reconcile the counters spent on while Redis was away")
 
 
-def _store_failed(error: RedisError) -> None:
+def _store_failed(error: Exception) -> None:
     reconcile_due()
     redis_breaker.record_failure()
     metrics.redis_error_recorded(metrics.redis_error_kind(error))

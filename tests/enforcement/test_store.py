@@ -1,4 +1,5 @@
-"""The embedded default (no REDIS_URL): the web process flushes its own in-process usage."""
+"""Which store a process builds: the embedded default (no REDIS_URL) flushes its own in-process usage;
+COUNTERS_REDIS_URL puts the counters on a Redis or a Redis Cluster of their own."""
 
 import time
 
@@ -7,6 +8,8 @@ import pytest
 from apps.enforcement import store as store_module
 from apps.enforcement.store import engine_store, engine_store_use, usage_flusher_start
 from apps.engine import CheckItem, LimitSpec, ManualClock, MemoryStore
+from apps.engine.store.cluster import ClusterStore
+from apps.engine.store.redis import RedisStore
 from apps.usage.models import UsageMinute
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,7 +40,7 @@ def test_in_process_usage_reaches_the_database_without_a_celery_worker() -> None
 
 
 def test_the_embedded_store_starts_its_flusher(settings, monkeypatch) -> None:
-    settings.REDIS_URL = ""
+    settings.REDIS_URL = settings.COUNTERS_REDIS_URL = ""
     started = []
     monkeypatch.setattr(store_module, "usage_flusher_start", lambda store, interval: started.append(store))
     engine_store_use(None)
@@ -47,3 +50,30 @@ def test_the_embedded_store_starts_its_flusher(settings, monkeypatch) -> None:
         engine_store_use(None)
     assert isinstance(built, MemoryStore)
     assert started == [built]
+
+
+@pytest.mark.slow
+def test_counters_on_a_redis_cluster_get_the_cluster_store_and_decide_there(settings, redis_cluster, cluster_prefix):
+    settings.COUNTERS_REDIS_URL = redis_cluster.url
+    settings.QUOTA_KEY_PREFIX = cluster_prefix
+    engine_store_use(None)
+    try:
+        built = engine_store()
+        limit = LimitSpec("per-minute", "fixed_window", 2, period_s=60, key_by=("customer",))
+        verdicts = [built.check(CheckItem("acct-1", "Op"), [limit]).allowed for _ in range(3)]
+    finally:
+        engine_store_use(None)
+    assert isinstance(built, ClusterStore)
+    assert verdicts == [True, True, False]
+
+
+def test_counters_on_a_redis_of_their_own_get_a_redis_store_there(settings, redis_url, key_prefix):
+    settings.COUNTERS_REDIS_URL = redis_url.replace("127.0.0.1", "localhost")  # another URL than REDIS_URL
+    settings.QUOTA_KEY_PREFIX = key_prefix
+    engine_store_use(None)
+    try:
+        built = engine_store()
+    finally:
+        engine_store_use(None)
+    assert type(built) is RedisStore
+    assert built.key_prefix == key_prefix
