@@ -17,6 +17,8 @@ customer, resource or attribute value, and two different values never share a ke
                  <counter key>|<bucket start>: what admitted checks spent on a durable counter
                  (durability.py); TTL 2 days
     usage index  <prefix>:ui:<minute>                            set of the usage keys written that minute; TTL 2 days
+                 (ClusterStore: <prefix>:ui:{c=<customer>}:<minute>, in the slot of the call's customer)
+    epoch        <prefix>:epoch (ClusterStore: <prefix>:epoch:{c=<customer>}), see durability.py
 
 A lease id is `<b64 counter key without prefix>.<b64 customer>.<random>`; the lease's member in the
 concurrency set is `<b64 customer>.<random>`, so editing the customer part names a member that
