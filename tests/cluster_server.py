@@ -62,6 +62,12 @@ class NodeView:
     def serving_master(self) -> bool:
         return "master" in self.flags and not self.failed and bool(self.slots)
 
+    @property
+    def role(self) -> str:
+        if self.failed:
+            return "failed"
+        return "replica" if "slave" in self.flags else "master" if self.slots else "master without slots"
+
     def slot_numbers(self) -> set[int]:
         numbers: set[int] = set()
         for token in self.slots:
@@ -205,15 +211,22 @@ class RedisClusterServer:
             return [f"{type(error).__name__}: {error}"]
 
     def _node_problems(self) -> list[str]:
-        problems, masters = [], None
+        problems: list[str] = []
+        roles: dict[int, str] | None = None
         for port in self.alive():
             if (state := node_info(port, "cluster").get("cluster_state")) != "ok":
                 problems.append(f"{port}: cluster_state:{state}")
             views = cluster_views(port)
-            seen = sorted(view.port for view in views if view.serving_master)
-            if masters is not None and seen != masters:
-                problems.append(f"{port} sees masters {seen}, another node {masters}")
-            masters = seen
+            # Every node must see the same roles: gossip (a new replica, a failover, a rejoin) has spread.
+            seen = {view.port: view.role for view in views}
+            if roles is not None and seen != roles:
+                problems.append(f"{port} sees the nodes as {seen}, another node as {roles}")
+            roles = seen
+            problems += [
+                f"{port} sees {node} as a master without slots"
+                for node, role in seen.items()
+                if role == "master without slots"
+            ]
             replication = node_info(port, "replication")
             if replication.get("role") == "slave" and replication.get("master_link_status") != "up":
                 problems.append(f"replica {port} is not in sync with its master")

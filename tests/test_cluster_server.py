@@ -89,6 +89,8 @@ def test_a_node_restarted_empty_rejoins_as_the_new_masters_replica(redis_cluster
     keys = _keys_on(cluster_client, master, cluster_client.test_prefix)
     for key in keys:
         cluster_client.set(key, "kept")
+    with node_client(master) as node:
+        assert node.wait(1, 5000) == 1  # replication is asynchronous: without this a kill may lose them
     redis_cluster.kill(master)
     redis_cluster.wait_for_failover(master, FAILOVER_TIMEOUT_S)
 
