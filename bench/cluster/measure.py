@@ -18,6 +18,7 @@ class NodeCounters:
 
     evalsha_calls: int
     evalsha_usec: int
+    getkeys_calls: int  # COMMAND GETKEYS: redis-py 8.1's cluster pipeline asks it once per EVALSHA it sends
     master_cpu_s: float  # used_cpu_user + used_cpu_sys of the masters: the script, networking, the cluster bus
     replica_cpu_s: float
     client_cpu_s: float  # this process (all its threads)
@@ -70,13 +71,16 @@ def _cpu_s(client: redis.Redis) -> float:
 
 def read_counters(masters: list[redis.Redis], replicas: list[redis.Redis]) -> NodeCounters:
     """The counters now. EVALSHA is summed over the masters only (replicas receive the scripts' effects)."""
-    calls = usec = 0
+    calls = usec = getkeys = 0
     for client in masters:
-        stats = client.info("commandstats").get("cmdstat_evalsha", {})
+        commands = client.info("commandstats")
+        stats = commands.get("cmdstat_evalsha", {})
         calls, usec = calls + int(stats.get("calls", 0)), usec + int(stats.get("usec", 0))
+        getkeys += int(commands.get("cmdstat_command|getkeys", {}).get("calls", 0))
     return NodeCounters(
         evalsha_calls=calls,
         evalsha_usec=usec,
+        getkeys_calls=getkeys,
         master_cpu_s=sum(_cpu_s(client) for client in masters),
         replica_cpu_s=sum(_cpu_s(client) for client in replicas),
         client_cpu_s=time.process_time(),

@@ -13,7 +13,9 @@ cost of replication from the cost of the cluster) and a local 3-master + 3-repli
 Redis CPU per decision is the sum of EVALSHA `usec` deltas (INFO commandstats) over every master, divided by
 the decisions; the Redis process CPU (INFO cpu, user + sys: the script plus networking and, on the cluster, the
 bus and replication) is printed beside it. Background load is the machine's busy CPU (/proc/stat) minus this
-process and every Redis node. Default run: about 70 s plus start-up. Every server is removed at the end, Ctrl-C too.
+process and every Redis node. COMMAND GETKEYS round trips are counted because redis-py 8.1's cluster
+pipeline (which ClusterStore uses for every call) asks a node for an EVALSHA's keys before sending it.
+Default run: about 70 s plus start-up. Every server is removed at the end, Ctrl-C too.
 Not a test: it asserts nothing.
 """
 
@@ -135,6 +137,7 @@ def figures(single: Phase, batch: Phase, masters: int) -> dict[str, float]:
         "  replica process CPU µs per check": single.per_decision_us(single.delta.replica_cpu_s),
         "  client (this process) CPU µs per check": single.per_decision_us(single.delta.client_cpu_s),
         "  EVALSHA calls per check": single.evalsha_per_call,
+        "  COMMAND GETKEYS round trips per check": single.delta.getkeys_calls / max(1, single.calls),
         "  checks/s one Redis core could serve (1e6 / EVALSHA µs)": 1e6 / check_us if check_us else 0.0,
         "  … for all its masters": masters * 1e6 / check_us if check_us else 0.0,
         "  … by process CPU, all masters": masters / max(1e-12, single.delta.master_cpu_s / single.decisions),
@@ -143,6 +146,7 @@ def figures(single: Phase, batch: Phase, masters: int) -> dict[str, float]:
         "  Redis process CPU µs per decision (masters)": batch.per_decision_us(batch.delta.master_cpu_s),
         "  client CPU µs per decision": batch.per_decision_us(batch.delta.client_cpu_s),
         "  EVALSHA calls per batch (= slots touched)": batch.evalsha_per_call,
+        "  COMMAND GETKEYS round trips per batch": batch.delta.getkeys_calls / max(1, batch.calls),
         "background load, single phase (cores)": single.background_cores,
         "background load, batch phase (cores)": batch.background_cores,
     }
