@@ -75,8 +75,9 @@ def test_a_worker_with_beat_flushes_usage_on_schedule_into_postgresql(worker, re
     for records in (1, 2, 3):
         spend(store, customer="acct-7", costs={"records": records})
 
+    # The flush commits the rows, then empties the minute in Redis: wait for both.
     deadline = time.monotonic() + WAIT_S
-    while not UsageMinute.objects.exists() and time.monotonic() < deadline:
+    while not (UsageMinute.objects.exists() and not store.usage_minutes()) and time.monotonic() < deadline:
         assert process.poll() is None, log_path.read_text(errors="replace")
         time.sleep(0.2)
 
