@@ -1,0 +1,63 @@
+"""Two API processes on two ports share one Redis Cluster: one limit is enforced exactly, not split per process,
+and the usage flushed to PostgreSQL is the usage the servers counted."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db.models import Sum
+
+from apps.enforcement.redis_clients import counters_client
+from apps.enforcement.seeding import usage_seeds
+from apps.enforcement.specs import counter_reach_ms
+from apps.engine.store.cluster import ClusterStore
+from apps.usage.models import UsageMinute
+from apps.usage.services import usage_flush
+from tests.enforcement.cluster.conftest import LIMIT_SHARED, check
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+CHECKS = 3 * LIMIT_SHARED
+THREADS = 24
+HOUR_S = 3600
+
+
+def wait_for_a_fresh_window(period_s: int, margin_s: float) -> None:
+    """Sleep past the end of the current epoch-aligned window when it ends within `margin_s`: the checks must
+    all fall in one window for "exactly the limit" to hold."""
+    left = period_s - time.time() % period_s
+    if left < margin_s:
+        time.sleep(left + 0.1)
+
+
+def test_two_processes_on_the_cluster_admit_exactly_the_limit_and_flush_what_they_counted(cluster_platform) -> None:
+    customer = "cluster-shared-1"
+    wait_for_a_fresh_window(HOUR_S, margin_s=30)
+    bodies = [(cluster_platform.urls[n % 2], {"customer": customer, "operation": "Shared"}) for n in range(CHECKS)]
+
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        answers = list(pool.map(lambda pair: check(pair[0], cluster_platform.service_key, pair[1]), bodies))
+
+    statuses = Counter(answer.status for answer in answers)
+    unexpected = [answer for answer in answers if answer.status not in (200, 429)]
+    assert statuses == {200: LIMIT_SHARED, 429: CHECKS - LIMIT_SHARED}, unexpected
+    assert all(answer.body["degraded"] is False for answer in answers)
+    # Both processes answered half the checks: the one limit held across them, not one limit per process.
+    by_server = Counter(url for (url, _), answer in zip(bodies, answers, strict=True) if answer.status)
+    assert by_server == {cluster_platform.urls[0]: CHECKS // 2, cluster_platform.urls[1]: CHECKS // 2}
+
+    store = ClusterStore(
+        counters_client(cluster_platform.cluster.url, 2000), key_prefix=cluster_platform.key_prefix, seeder=usage_seeds
+    )
+    # Three minutes ahead: every minute the checks were counted in is past the flush's safety margin.
+    usage_flush(store=store, now_ms=int(time.time() * 1000) + 3 * 60_000, reach=counter_reach_ms)
+
+    usage = UsageMinute.objects.filter(customer=customer, operation="Shared").aggregate(
+        allowed=Sum("allowed"), denied=Sum("denied")
+    )
+    assert usage == {"allowed": LIMIT_SHARED, "denied": CHECKS - LIMIT_SHARED}
+    # Flushed exactly once: the minutes are gone from every master.
+    assert store.usage_minutes() == []
