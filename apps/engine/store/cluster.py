@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from redis.crc import key_slot
-from redis.exceptions import NoScriptError
+from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
 
 from apps.engine.keys import IDEMPOTENCY_TTL_MS
 from apps.engine.store.args import NEEDS_SEED, REUSED, encode
@@ -32,6 +32,8 @@ from apps.engine.store.plan import ItemPlan
 from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore, _text
 from apps.engine.types import IdempotencyKeyReused, InvalidCheck
 
+# Answers of a pipelined call that did not run the script: sending the group again alone is safe.
+NOT_RUN = (NoScriptError, MovedError, AskError, TryAgainError)
 _FINGERPRINT = re.compile(r"\|([0-9a-fA-F]+)$")
 
 
@@ -47,21 +49,28 @@ class ClusterStore(RedisStore):
         groups = slot_groups(plans)
         if atomic and len(groups) > 1:
             raise CrossSlotCheck("an atomic batch on Redis Cluster must name one customer's keys only")
-        if len(groups) > 1:
-            self._refuse_reused_ids(client, plans)
+        if len(groups) == 1:  # a single check, or a batch on one customer: one EVALSHA, as on one Redis
+            (members,) = groups.values()
+            answer = self._group_rows(client, plans, atomic, *self._slot_keys(plans[0]))
+            _raise_if_reused(answer, members)
+            return answer
+        self._refuse_reused_ids(client, plans)
         now = self._now_arg()
         pipe = client.pipeline(transaction=False)
         calls = []
         for members in groups.values():
             index_base, epoch_key = self._slot_keys(plans[members[0]])
             keys, args, _ = encode([plans[i] for i in members], atomic, now, index_base, epoch_key, {})
-            pipe.execute_command("EVALSHA", self._check.sha, len(keys), *keys, *args)
+            # The node named: without it redis-py 8.1's cluster pipeline asks a node for the keys of every
+            # EVALSHA (COMMAND GETKEYS, one more round trip per slot); a redirected group is sent again alone.
+            node = client.get_node_from_key(keys[0])
+            pipe.execute_command("EVALSHA", self._check.sha, len(keys), *keys, *args, target_nodes=node)
             calls.append((members, index_base, epoch_key))
         answers = pipe.execute(raise_on_error=False)
         rows: list[list[Any]] = [[] for _ in plans]
         for (members, index_base, epoch_key), answer in zip(calls, answers, strict=True):
             group = [plans[i] for i in members]
-            if isinstance(answer, NoScriptError) or _asks_seeds(answer):
+            if isinstance(answer, NOT_RUN) or _asks_seeds(answer):
                 answer = self._group_rows(client, group, atomic, index_base, epoch_key)
             elif isinstance(answer, Exception):
                 raise answer
