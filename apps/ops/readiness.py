@@ -21,6 +21,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from apps.enforcement.redis_clients import COUNTERS_ERRORS, counters_client, is_cluster_url
 from apps.limits.snapshot_holder import config_snapshot_state
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ logger = logging.getLogger(__name__)
 OK, DEGRADED, FAIL = "ok", "degraded", "fail"
 REDIS_TIMEOUT_S = 0.25
 SAFE_EVICTION_POLICY = "noeviction"
+CLUSTER_SLOTS = 16384
 Check = dict[str, Any]
 
 
@@ -82,6 +84,41 @@ def redis_check() -> Check:
     return check
 
 
+def counters_check() -> Check:
+    """The counters' own Redis or Redis Cluster (COUNTERS_REDIS_URL, when it is not REDIS_URL): it answers, and a
+    cluster serves every slot (cluster_state ok), so no customer's checks fall back to a failure policy."""
+    url = settings.COUNTERS_REDIS_URL
+    started = time.perf_counter()
+    try:
+        client = _counters_probe_client(url)
+        if not is_cluster_url(url):
+            client.ping()
+            return {"ok": True, "ms": _ms_since(started), **_eviction_policy(client)}  # type: ignore[arg-type]
+        info = client.cluster_info()
+    except (*COUNTERS_ERRORS, ValueError) as error:
+        return {
+            "ok": False,
+            "ms": _ms_since(started),
+            "error": f"The counters' Redis did not answer: {_one_line(error)}",
+        }
+    state, slots_ok = str(info.get("cluster_state")), int(info.get("cluster_slots_ok", 0))
+    check: Check = {"ok": True, "ms": _ms_since(started), "mode": "cluster", "slots_ok": slots_ok}
+    if state != "ok" or slots_ok < CLUSTER_SLOTS:
+        check["ok"] = False
+        check["error"] = (
+            f"The counters' Redis Cluster is not whole (cluster_state:{state}): {CLUSTER_SLOTS - slots_ok} of "
+            f"{CLUSTER_SLOTS} slots have no working master, so checks for the customers on them follow their "
+            "limits' failure policies until a replica takes over or the node is back."
+        )
+    return check
+
+
+@functools.lru_cache(maxsize=4)
+def _counters_probe_client(url: str) -> redis.Redis | Any:
+    # A cluster client reads the topology when built (and follows failovers afterwards), so it is kept.
+    return counters_client(url, int(REDIS_TIMEOUT_S * 1000))
+
+
 def _eviction_policy(client: redis.Redis) -> Check:
     try:
         policy = str(client.config_get("maxmemory-policy").get("maxmemory-policy", "unknown"))
@@ -113,13 +150,16 @@ def config_check() -> Check:
 
 
 def readiness_report() -> tuple[str, dict[str, Check]]:
-    """The overall status (ok, degraded, fail) and each check. Fail when PostgreSQL or Redis is unreachable."""
+    """The overall status (ok, degraded, fail) and each check. Fail when PostgreSQL, Redis or the counters'
+    Redis (COUNTERS_REDIS_URL, checked when it is another server) is unreachable or a cluster misses slots."""
     checks = {
         "postgres": _guarded("postgres", database_check),
         "redis": _guarded("redis", redis_check),
         "config": _guarded("config", config_check),
     }
-    if not (checks["postgres"]["ok"] and checks["redis"]["ok"]):
+    if settings.COUNTERS_REDIS_URL and settings.COUNTERS_REDIS_URL != settings.REDIS_URL:
+        checks["counters"] = _guarded("counters", counters_check)
+    if not (checks["postgres"]["ok"] and checks["redis"]["ok"] and checks.get("counters", {"ok": True})["ok"]):
         return FAIL, checks
     if any("warning" in check or check.get("ok") is False for check in checks.values()):
         return DEGRADED, checks

@@ -14,6 +14,7 @@ from django.db import DatabaseError, connections
 from apps.limits.snapshot import Snapshot, snapshot_save
 from apps.limits.snapshot_holder import SnapshotHolder
 from apps.ops import readiness
+from tests.cluster_server import node_client
 from tests.servers import RedisServer, free_port
 
 pytestmark = pytest.mark.django_db
@@ -193,3 +194,66 @@ def test_a_check_that_breaks_unexpectedly_is_reported_in_the_body_not_as_a_500(c
 
     assert response.status_code == 503
     assert response.json()["checks"]["redis"] == {"ok": False, "error": "unexpected error: probe wiring is broken"}
+
+
+def test_readyz_does_not_probe_the_counters_twice_when_they_live_on_redis_url(client, settings) -> None:
+    settings.COUNTERS_REDIS_URL = settings.REDIS_URL
+
+    assert "counters" not in client.get("/readyz").json()["checks"]
+
+
+def test_readyz_fails_with_a_readable_reason_when_the_counters_redis_refuses_connections(client, settings) -> None:
+    settings.COUNTERS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+
+    response = client.get("/readyz")
+
+    body = response.json()
+    assert response.status_code == 503
+    assert body["status"] == "fail"
+    assert body["checks"]["redis"]["ok"] is True
+    assert body["checks"]["counters"]["ok"] is False
+    assert body["checks"]["counters"]["error"].startswith("The counters' Redis did not answer")
+
+
+@pytest.mark.slow
+def test_readyz_is_ok_on_a_whole_cluster_and_fails_while_a_shard_has_no_master(client, settings, redis_cluster) -> None:
+    settings.COUNTERS_REDIS_URL = redis_cluster.url
+    redis_cluster.heal()
+    whole = client.get("/readyz")
+    assert whole.status_code == 200
+    assert whole.json()["checks"]["counters"] == {
+        "ok": True, "ms": whole.json()["checks"]["counters"]["ms"], "mode": "cluster", "slots_ok": 16384
+    }  # fmt: skip
+
+    master = redis_cluster.masters()[0]
+    replica = shard_replica(redis_cluster, master)
+    try:
+        redis_cluster.kill(replica)
+        redis_cluster.kill(master)  # and no replica left to take over its slots
+        body = readyz_until_fail(client, timeout_s=10)
+    finally:
+        redis_cluster.heal()
+
+    assert body["checks"]["counters"]["ok"] is False
+    assert "not whole" in body["checks"]["counters"]["error"]
+    assert "slots have no working master" in body["checks"]["counters"]["error"]
+    assert client.get("/readyz").status_code == 200
+
+
+def shard_replica(cluster, master: int) -> int:
+    """The port of `master`'s replica (CLUSTER NODES: a replica's line names its master's id)."""
+    with node_client(master) as node:
+        lines = [line.split() for line in node.execute_command("CLUSTER", "NODES").splitlines() if line.strip()]
+    master_id = next(parts[0] for parts in lines if int(parts[1].split("@")[0].rsplit(":", 1)[1]) == master)
+    return next(int(parts[1].split("@")[0].rsplit(":", 1)[1]) for parts in lines if parts[3] == master_id)
+
+
+def readyz_until_fail(client, timeout_s: float) -> dict:
+    """/readyz until it says fail (the cluster marks a silent node failed after its node timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        response = client.get("/readyz")
+        if response.status_code == 503 or time.monotonic() > deadline:
+            assert response.status_code == 503, response.json()
+            return response.json()
+        time.sleep(0.1)
