@@ -208,6 +208,15 @@ class KeyLayout:
         operation, minute = rest.split(":")
         return unquote(customer), unquote(operation), int(minute)
 
+    def is_away_usage_key(self, key: str) -> bool:
+        """A usage hash tagged by an IP or a limit (a cluster slot's part of a check): records only."""
+        return key.startswith(f"{self.prefix}:u:{{") and not key.startswith(f"{self.prefix}:u:{{c=")
+
+    def parse_away_usage_key(self, key: str) -> tuple[str, int]:
+        """(operation, minute) of an away usage hash `<prefix>:u:{<tag>}:<operation>:<minute>`."""
+        operation, minute = key.split("}:", 1)[1].split(":")
+        return unquote(operation), int(minute)
+
     def new_lease(self, counter_key: str, customer: str) -> tuple[str, str]:
         """Mint (lease_id, member) for a lease on `counter_key` held by `customer`."""
         owner = _b64(customer)

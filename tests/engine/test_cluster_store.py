@@ -75,7 +75,9 @@ def test_a_batch_over_100_customers_is_one_call_per_slot_and_decides_like_one_re
     assert decisions == memory.check_batch(pairs)
     assert sum(decision.allowed for decision in decisions) == 100 * 3 - 1  # per-resource: 3 each, one spent
     # One EVALSHA per slot (plus one per master that had not loaded the script yet and answered NOSCRIPT).
-    assert len(slot_groups(plans)) <= evalsha_calls(cluster_client) - before <= len(slot_groups(plans)) + 3
+    groups, spread = slot_groups(plans)
+    assert (len(groups), spread) == (100, [])
+    assert len(groups) <= evalsha_calls(cluster_client) - before <= len(groups) + 3
 
 
 def test_usage_is_flushed_from_every_master_and_then_discarded(cluster_client: Any, store: ClusterStore) -> None:
@@ -92,13 +94,14 @@ def test_usage_is_flushed_from_every_master_and_then_discarded(cluster_client: A
     assert store.usage_rows(minute) == []
 
 
-def test_a_check_over_several_slots_is_refused_before_anything_is_written(
+def test_an_atomic_batch_over_several_slots_is_refused_before_anything_is_written(
     cluster_client: Any, store: ClusterStore, prefix: str
 ) -> None:
-    with pytest.raises(CrossSlotCheck, match="per-ip"):
-        store.check(CheckItem("acct-1", "Op", ip="203.0.113.7"), [MINUTE, PER_IP])
     with pytest.raises(CrossSlotCheck, match="one customer"):
         store.check_batch([(CheckItem(f"acct-{n}", "Op"), [MINUTE]) for n in range(2)], "atomic")
+    spread = (CheckItem("acct-1", "Op", ip="203.0.113.7"), [MINUTE, PER_IP])
+    with pytest.raises(CrossSlotCheck, match="one customer"):
+        store.check_batch([spread, (CheckItem("acct-1", "Op"), [MINUTE])], "atomic")
     assert keys_under(cluster_client, prefix) == []
 
 

@@ -88,13 +88,21 @@ class Store(Protocol):
 
 def usage_row(layout: KeyLayout, key: str, counters: dict[str, int]) -> UsageRow:
     """The UsageRow of usage hash `key` holding `counters` (allowed, denied, shadow_denied, cost:<unit>,
-    and record fields)."""
+    and record fields). A usage hash of another tag than a customer's (a Redis Cluster slot's part of a check,
+    store/slots.py) only holds records: its row has no customer and no counts."""
+    if layout.is_away_usage_key(key):
+        operation, minute = layout.parse_away_usage_key(key)
+        return UsageRow("", operation, minute, records=_records(layout, counters))
     customer, operation, minute = layout.parse_usage_key(key)
     costs = {name[5:]: amount for name, amount in counters.items() if name.startswith("cost:")}
+    allowed, denied, shadow = (counters.get(name, 0) for name in ("allowed", "denied", "shadow_denied"))
+    return UsageRow(customer, operation, minute, allowed, denied, shadow, costs, _records(layout, counters))
+
+
+def _records(layout: KeyLayout, counters: dict[str, int]) -> Records:
     records: Records = {}
     for name, amount in counters.items():
         if is_record_field(name):
             key, start = parse_record_field(name)
             records[(layout.counter_id(key), start)] = amount
-    allowed, denied, shadow = (counters.get(name, 0) for name in ("allowed", "denied", "shadow_denied"))
-    return UsageRow(customer, operation, minute, allowed, denied, shadow, costs, records)
+    return records

@@ -18,43 +18,48 @@ missing piece (issue 15).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from redis.crc import key_slot
 from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
 
-from apps.engine.keys import IDEMPOTENCY_TTL_MS
 from apps.engine.store.args import NEEDS_SEED, REUSED, encode
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.plan import ItemPlan
 from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore, _text
-from apps.engine.types import IdempotencyKeyReused, InvalidCheck
+from apps.engine.store.slots import CrossSlotCheck, reused_positions
+from apps.engine.store.spread import SpreadChecks
+from apps.engine.types import IdempotencyKeyReused
 
 # Answers of a pipelined call that did not run the script: sending the group again alone is safe.
 NOT_RUN = (NoScriptError, MovedError, AskError, TryAgainError)
-_FINGERPRINT = re.compile(r"\|([0-9a-fA-F]+)$")
 
 
-class CrossSlotCheck(InvalidCheck):
-    """A check whose keys live on more than one cluster slot, or an atomic batch over several slots."""
-
-
-class ClusterStore(RedisStore):
+class ClusterStore(SpreadChecks, RedisStore):
     """A Store on Redis Cluster (client: redis.cluster.RedisCluster). See the module docstring."""
 
     def _rows(self, plans: list[ItemPlan], atomic: bool, client: Any = None) -> list[list[Any]]:
         client = client or self._client
-        groups = slot_groups(plans)
-        if atomic and len(groups) > 1:
+        groups, spread = slot_groups(plans)
+        if atomic and len(groups) + len(spread) > 1:
             raise CrossSlotCheck("an atomic batch on Redis Cluster must name one customer's keys only")
-        if len(groups) == 1:  # a single check, or a batch on one customer: one EVALSHA, as on one Redis
+        if len(groups) == 1 and not spread:  # a check, or a batch on one customer: one EVALSHA, as on one Redis
             (members,) = groups.values()
             answer = self._group_rows(client, plans, atomic, *self._slot_keys(plans[0]))
             _raise_if_reused(answer, members)
             return answer
-        self._refuse_reused_ids(client, plans)
+        if len(groups) + len(spread) > 1:
+            self._refuse_reused_ids(client, plans)
+        rows = self._pipelined_rows(client, plans, groups, atomic) if groups else [[] for _ in plans]
+        for position in spread:  # after the others: a batch's items on several slots are decided last
+            rows[position] = self._spread_row(client, plans[position], position)
+        return rows
+
+    def _pipelined_rows(
+        self, client: Any, plans: list[ItemPlan], groups: dict[int, list[int]], atomic: bool
+    ) -> list[list[Any]]:
+        """Each slot's group in one cluster pipeline (one round trip per node); rows in the plans' order."""
         now = self._now_arg()
         pipe = client.pipeline(transaction=False)
         calls = []
@@ -70,10 +75,10 @@ class ClusterStore(RedisStore):
         rows: list[list[Any]] = [[] for _ in plans]
         for (members, index_base, epoch_key), answer in zip(calls, answers, strict=True):
             group = [plans[i] for i in members]
+            if isinstance(answer, Exception) and not isinstance(answer, NOT_RUN):
+                raise answer  # e.g. CLUSTERDOWN during a failover: the limits' failure policies answer
             if isinstance(answer, NOT_RUN) or _asks_seeds(answer):
                 answer = self._group_rows(client, group, atomic, index_base, epoch_key)
-            elif isinstance(answer, Exception):
-                raise answer
             _raise_if_reused(answer, members)
             if len(answer) != len(members):
                 raise ValueError(f"check.lua answered {len(answer)} rows for {len(members)} checks")
@@ -95,12 +100,20 @@ class ClusterStore(RedisStore):
             raise IdempotencyKeyReused(tuple(positions[n] for n in reused))
 
     def _group_rows(
-        self, client: Any, plans: list[ItemPlan], atomic: bool, index_base: str, epoch_key: str | None
+        self,
+        client: Any,
+        plans: list[ItemPlan],
+        atomic: bool,
+        index_base: str,
+        epoch_key: str | None,
+        now: int | None = None,
     ) -> list[list[Any]]:
-        """One slot's checks called alone: loads the script if the node lacks it, rebuilds missing counters."""
+        """One slot's checks called alone: loads the script if the node lacks it, rebuilds missing counters.
+        now: an explicit time for the script (a check over several slots decides every slot at one time)."""
         seeds: dict[int, str] = {}
         for _ in range(MAX_SEED_CALLS):
-            keys, args, definitions = encode(plans, atomic, self._now_arg(), index_base, epoch_key, seeds)
+            at = self._now_arg() if now is None else now
+            keys, args, definitions = encode(plans, atomic, at, index_base, epoch_key, seeds)
             rows = self._eval(client, keys, args)
             if not _asks_seeds(rows):
                 return rows
@@ -152,40 +165,18 @@ class ClusterStore(RedisStore):
         return sorted({_text(key) for key in self._client.scan_iter(match=pattern, count=1000)})
 
 
-def slot_groups(plans: Sequence[ItemPlan]) -> dict[int, list[int]]:
-    """{slot: the positions of the plans whose keys all hash to it}, in first-seen order; a plan whose keys
-    span slots raises CrossSlotCheck (nothing has been sent)."""
+def slot_groups(plans: Sequence[ItemPlan]) -> tuple[dict[int, list[int]], list[int]]:
+    """({slot: the positions of the plans whose keys all hash to it}, in first-seen order; the positions of the
+    plans whose limits live on several slots)."""
     groups: dict[int, list[int]] = {}
+    spread = []
     for position, plan in enumerate(plans):
         slot = key_slot(plan.usage_base.encode())
-        strays = [lp.spec.name for lp in plan.limits if any(key_slot(k.encode()) != slot for k in lp.keys)]
-        if strays:
-            raise CrossSlotCheck(
-                f"limits {', '.join(sorted(set(strays)))} are not keyed by customer: on Redis Cluster every limit"
-                " a check spends must be keyed by customer (checks over several slots are not supported yet)"
-            )
-        groups.setdefault(slot, []).append(position)
-    return groups
-
-
-def reused_positions(plans: Sequence[ItemPlan], stored: Sequence[str | None], now: int) -> list[int]:
-    """The positions among `plans` (each with a request id; `stored`: what its idempotency key holds) whose id
-    was stored or used earlier in the call with other parameters: check.lua's rule, in Python."""
-    first_of: dict[str, ItemPlan] = {}
-    reused = []
-    for n, (plan, text) in enumerate(zip(plans, stored, strict=True)):
-        key, mine, dry = plan.idem_key or "", plan.fingerprint, plan.item.dry_run
-        same = True
-        if key in first_of:
-            same = first_of[key].fingerprint == mine
-        elif text is not None and now - int(text.split("|", 1)[0]) < IDEMPOTENCY_TTL_MS:
-            theirs = _FINGERPRINT.search(text)
-            same = (theirs is not None and theirs.group(1) == mine) or (theirs is None and not dry)
-        elif not dry:
-            first_of[key] = plan
-        if not same:
-            reused.append(n)
-    return reused
+        if any(key_slot(key.encode()) != slot for limit in plan.limits for key in limit.keys):
+            spread.append(position)
+        else:
+            groups.setdefault(slot, []).append(position)
+    return groups, spread
 
 
 def _asks_seeds(answer: Any) -> bool:

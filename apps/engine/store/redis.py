@@ -57,8 +57,8 @@ def _lua(*names: str) -> str:
     return "\n".join((folder / name).read_text(encoding="utf-8") for name in names)
 
 
-def _check_script() -> str:
-    """lib.lua, CODES, define(code) running each algorithm's fragments on first use, then check.lua.
+def _check_script(body: str = "check.lua") -> str:
+    """lib.lua, CODES, define(code) running each algorithm's fragments on first use, then check.lua (or `body`).
 
     One define() with a branch per algorithm, rather than a function per algorithm: every function
     in the script is a closure created again on every call (~0.1 µs each on this machine).
@@ -68,7 +68,7 @@ def _check_script() -> str:
         f"if code == '{algorithm.code}' then\n{_lua(*algorithm.fragments)}\n" for algorithm in ALGORITHMS.values()
     )
     define = f"define = function(code)\n{branches}\nend\nend"
-    return "\n".join([_lua("lib.lua"), f"local CODES = {{{codes}}}", define, _lua("check.lua")])
+    return "\n".join([_lua("lib.lua"), f"local CODES = {{{codes}}}", define, _lua(body)])
 
 
 CHECK_SCRIPT = _check_script()

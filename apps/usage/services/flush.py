@@ -174,7 +174,8 @@ def _add_rows(minute: int, rows: Sequence[UsageRow], reach: Reach | None) -> Non
     decisions made without the store (decisions.py) may add into the same rows at the same time.
     """
     bucket = minute_start(minute)
-    usage_minutes_add(rows=[_model_of(bucket, row) for row in rows])
+    # A row without a customer only carries records (a Redis Cluster slot's part of a check).
+    usage_minutes_add(rows=[_model_of(bucket, row) for row in rows if row.customer])
     counter_records_add(records=merged_records([row.records for row in rows]), reach=reach)
 
 
