@@ -11,7 +11,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import redis
 from django.conf import settings
@@ -84,6 +84,9 @@ def redis_check() -> Check:
     return check
 
 
+_PROBE_ERRORS: tuple[type[Exception], ...] = (*COUNTERS_ERRORS, ValueError)
+
+
 def counters_check() -> Check:
     """The counters' own Redis or Redis Cluster (COUNTERS_REDIS_URL, when it is not REDIS_URL): it answers, and a
     cluster serves every slot (cluster_state ok), so no customer's checks fall back to a failure policy."""
@@ -93,9 +96,9 @@ def counters_check() -> Check:
         client = _counters_probe_client(url)
         if not is_cluster_url(url):
             client.ping()
-            return {"ok": True, "ms": _ms_since(started), **_eviction_policy(client)}  # type: ignore[arg-type]
-        info = client.cluster_info()
-    except (*COUNTERS_ERRORS, ValueError) as error:
+            return {"ok": True, "ms": _ms_since(started), **_eviction_policy(client)}
+        info = cast(Any, client).cluster_info()
+    except _PROBE_ERRORS as error:
         return {
             "ok": False,
             "ms": _ms_since(started),

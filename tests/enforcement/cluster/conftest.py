@@ -24,12 +24,14 @@ from tests.support.live_server import LiveServer
 
 LIMIT_SHARED = 40  # per customer per hour: the two-process race
 LIMIT_BUSY = 60  # per customer per hour: the failover test
+LIMIT_SPREAD = 2  # per customer per hour, beside a per-IP and a global limit on other slots
 PLATFORM_YAML = f"""
 operations:
   - {{name: Shared}}
   - {{name: Busy}}
   - {{name: MixedOpen}}
   - {{name: MixedClosed}}
+  - {{name: Spread}}
 customers:
   - {{id: cluster-shared-1}}
 limits:
@@ -45,6 +47,12 @@ limits:
      key_by: [customer], on_store_failure: closed}}
   - {{name: mixed-closed-ip, operation: MixedClosed, algorithm: fixed_window, limit: 100, period: hour,
      key_by: [ip], on_store_failure: closed}}
+  - {{name: spread-customer, operation: Spread, algorithm: fixed_window, limit: {LIMIT_SPREAD}, period: hour,
+     key_by: [customer], on_store_failure: closed}}
+  - {{name: spread-ip, operation: Spread, algorithm: sliding_log, limit: 100, period: hour, key_by: [ip],
+     on_store_failure: closed}}
+  - {{name: spread-global, operation: Spread, algorithm: token_bucket, limit: 1000, period: hour, key_by: [],
+     on_store_failure: closed}}
 services:
   - {{name: cluster-tests, operations: []}}
 """

@@ -1,39 +1,56 @@
-"""A check that spends a per-IP limit beside a per-customer one lives on two cluster slots, which one script
-cannot touch (store/cluster.py raises CrossSlotCheck before anything is counted). The API answers it through
-the limits' failure policies, degraded, never with a 500, and nothing is counted for it on any master."""
+"""A check that spends a per-IP and a global limit beside a per-customer one lives on several cluster slots
+(store/spread.py): it is decided by Redis, slot by slot, and a check refused by its customer's limit gives back
+what it reserved on the other slots, so it consumes nothing anywhere; its usage is flushed once, with the
+records of every durable counter it spent on."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections import Counter
 
 import pytest
+from django.db.models import Sum
 
-from apps.engine.keys import enc
-from tests.enforcement.cluster.conftest import check, keys_on_masters
+from apps.enforcement.redis_clients import counters_client
+from apps.enforcement.seeding import usage_seeds
+from apps.enforcement.specs import counter_reach_ms
+from apps.engine.store.cluster import ClusterStore
+from apps.usage.models import CounterRecord, UsageMinute
+from apps.usage.services import usage_flush
+from tests.enforcement.cluster.conftest import LIMIT_SPREAD, check
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+CHECKS = 5
 
 
-@pytest.mark.parametrize(
-    ("operation", "status", "allowed"),
-    [("MixedOpen", 200, True), ("MixedClosed", 503, None)],  # open admits; closed refuses with 503
-)
-def test_a_check_over_a_customer_and_an_ip_limit_is_answered_by_the_failure_policy_and_counts_nothing(
-    cluster_platform, operation: str, status: int, allowed: bool | None
-) -> None:
-    customer, ip = f"mixed-{uuid.uuid4().hex[:10]}", f"198.51.100.{uuid.uuid4().int % 250 + 1}"
-    body = {"customer": customer, "operation": operation, "ip": ip}
+def remaining(answer) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    return {limit["name"]: limit["remaining"] for limit in answer.body["limits"]}
 
-    answers = [check(url, cluster_platform.service_key, body) for url in cluster_platform.urls for _ in range(3)]
 
-    assert [answer.status for answer in answers] == [status] * len(answers), answers[0]
-    for answer in answers:
-        if allowed is None:
-            assert answer.body["error"]["code"] == "store_unavailable"
-        else:
-            assert answer.body["allowed"] is allowed
-            assert answer.body["degraded"] is True
-    # Nothing of this check on any node: no counter of the customer or the IP, no usage, no request id.
-    keys = [key for found in keys_on_masters(cluster_platform.cluster, cluster_platform.key_prefix).values()
-            for key in found]  # fmt: skip
-    assert [key for key in keys if enc(customer) in key or enc(ip) in key] == []
+def test_a_check_over_three_slots_is_decided_by_redis_and_a_refused_one_consumes_nothing(cluster_platform) -> None:
+    customer, ip = f"spread-{uuid.uuid4().hex[:10]}", f"198.51.100.{uuid.uuid4().int % 250 + 1}"
+    body = {"customer": customer, "operation": "Spread", "ip": ip}
+
+    answers = [check(cluster_platform.urls[n % 2], cluster_platform.service_key, body) for n in range(CHECKS)]
+
+    assert [answer.status for answer in answers] == [200] * LIMIT_SPREAD + [429] * (CHECKS - LIMIT_SPREAD)
+    assert all(answer.body["degraded"] is False for answer in answers)
+    refused = answers[-1].body
+    assert [limit["over"] for limit in refused["limits"]] == [True, False, False]
+    # The refused checks reserved on the IP's and the global slot, then gave it back.
+    probe = check(cluster_platform.urls[0], cluster_platform.service_key, {**body, "dry_run": True})
+    assert remaining(probe)["spread-ip"] == 100 - LIMIT_SPREAD
+    assert remaining(probe)["spread-global"] >= 1000 - LIMIT_SPREAD - 1  # refills meanwhile, never less
+
+    store = ClusterStore(
+        counters_client(cluster_platform.cluster.url, 2000), key_prefix=cluster_platform.key_prefix, seeder=usage_seeds
+    )
+    usage_flush(store=store, now_ms=int(time.time() * 1000) + 3 * 60_000, reach=counter_reach_ms)
+    usage = UsageMinute.objects.filter(customer=customer).aggregate(allowed=Sum("allowed"), denied=Sum("denied"))
+    assert usage == {"allowed": LIMIT_SPREAD, "denied": CHECKS - LIMIT_SPREAD}
+    spent: Counter[str] = Counter()
+    for record in CounterRecord.objects.all():
+        if customer in record.counter or ip in record.counter:
+            spent[record.counter.split(":", 3)[2]] += record.amount
+    assert spent == {"fw": LIMIT_SPREAD, "sl": LIMIT_SPREAD}  # the durable counters' records, refunds netted
