@@ -136,6 +136,8 @@ class RedisClusterServer:
         args += ["--logfile", os.path.join(folder, "redis.log"), "--save", "", "--appendonly", "no"]
         args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
         args += ["--cluster-port", str(self._bus_ports[port]), "--cluster-node-timeout", str(self.node_timeout_ms)]
+        # As the README asks of production clusters: a shard without a master stops only its own slots.
+        args += ["--cluster-require-full-coverage", "no"]
         # A replica takes over however long it was cut off (tests kill at will), and loads a full sync from
         # the socket, so nothing it received is left on disk to be reloaded by a restart; a master starts a
         # full sync at once instead of waiting 5 s for more replicas to share it.

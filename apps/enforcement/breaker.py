@@ -1,4 +1,4 @@
-"""A circuit breaker in front of Redis, one per process.
+"""A circuit breaker in front of Redis: one per process, and on a Redis Cluster one per master (store.py).
 
 Closed: calls go through. After `failure_threshold` failures in a row it opens: calls skip Redis and
 go straight to each limit's failure policy, so no request waits on a dead Redis. After `open_s` one

@@ -85,7 +85,7 @@ def lease_acquire(*, principal: ApiPrincipal, item: CheckItem, ttl_s: int | None
         return _lease_without_store(item, [slot, *others]), None, 0
 
     try:
-        decision, lease_id, expires_at = engine_call(acquire, fallback=without_store)
+        decision, lease_id, expires_at = engine_call(acquire, fallback=without_store, customer=item.customer)
     except IdempotencyKeyReused:
         # The id answered a check, or a lease of another ttl: nothing was taken (engine/store/plan.py).
         raise request_id_reused() from None

@@ -135,7 +135,9 @@ def decide(item: CheckItem, limits: Sequence[LimitConfig], warnings: tuple[str, 
     args = engine_args(limits)
     try:
         decision = engine_call(
-            lambda store: store.check(item, args.specs), fallback=lambda: fallback_check(item, args.counted)
+            lambda store: store.check(item, args.specs),
+            fallback=lambda: fallback_check(item, args.counted),
+            customer=item.customer,
         )
     except IdempotencyKeyReused:
         raise request_id_reused() from None

@@ -110,31 +110,51 @@ def reconcile_due() -> None:
     _reconcile_due = True
 
 
-def engine_call(call: Callable[[Store], T], *, fallback: Callable[[], F]) -> T | F:
+def engine_call(call: Callable[[Store], T], *, fallback: Callable[[], F], customer: str | None = None) -> T | F:
     """`call(store)`, or `fallback()` when Redis fails or the breaker says not to try (no attempt is made).
 
     The fallback is the caller's failure policy: each limit's `on_store_failure` for checks (fallback.py),
-    503 for lease renewals, unknown remaining amounts for read-outs.
+    503 for lease renewals, unknown remaining amounts for read-outs. customer: the call is about this
+    customer's counters; on a Redis Cluster it then goes through the breaker of the node serving them.
     """
-    if redis_breaker.allow():
+    breaker = breaker_for(customer)
+    if breaker.allow():
         try:
             if _reconcile_due:
                 _reconcile(engine_store())
             result = call(engine_store())
         except COUNTERS_ERRORS as error:  # RedisError, and a cluster client's own RedisClusterException
-            _store_failed(error)
+            _store_failed(error, breaker)
         except CrossSlotCheck as error:
-            # A configuration the cluster cannot run in one script (store/cluster.py): Redis is fine, so the
-            # breaker is not told; the limits' failure policies answer, and the log says what to change.
-            redis_breaker.record_abandoned()
+            # A configuration the cluster cannot run (an atomic batch over several slots): Redis is fine, so
+            # the breaker is not told; the limits' failure policies answer, and the log says what to change.
+            breaker.record_abandoned()
             logger.error("Check not run on Redis Cluster: %s", error)
         except Exception:
-            redis_breaker.record_abandoned()
+            breaker.record_abandoned()
             raise
         else:
-            redis_breaker.record_success()
+            breaker.record_success()
             return result
     return fallback()
+
+
+# On a Redis Cluster, one breaker per master: a dead master sends only its own customers to their failure
+# policies, while the others keep being decided by Redis (a failover elsewhere is no reason to stop trying).
+_node_breakers: dict[str, CircuitBreaker] = {}
+
+
+def breaker_for(customer: str | None) -> CircuitBreaker:
+    """The breaker a call about `customer` goes through: the process's, or its master's on a Redis Cluster."""
+    store = engine_store()
+    if customer is None or not isinstance(store, ClusterStore):
+        return redis_breaker
+    node = store.node_of_customer(customer)
+    breaker = _node_breakers.get(node)
+    if breaker is None:
+        fresh = CircuitBreaker(failure_threshold=settings.QUOTA_BREAKER_FAILURES, open_s=settings.QUOTA_BREAKER_OPEN_S)
+        breaker = _node_breakers.setdefault(node, fresh)
+    return breaker
 
 
 def _reconcile(store: Store) -> None:
@@ -149,8 +169,8 @@ def _reconcile(store: Store) -> None:
         logger.exception("Could not reconcile the counters spent on while Redis was away")
 
 
-def _store_failed(error: Exception) -> None:
+def _store_failed(error: Exception, breaker: CircuitBreaker) -> None:
     reconcile_due()
-    redis_breaker.record_failure()
+    breaker.record_failure()
     metrics.redis_error_recorded(metrics.redis_error_kind(error))
     logger.warning("Redis failed (%s: %s); the caller's failure policy decides", type(error).__name__, error)

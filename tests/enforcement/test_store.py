@@ -4,6 +4,7 @@ COUNTERS_REDIS_URL puts the counters on a Redis or a Redis Cluster of their own.
 import time
 
 import pytest
+import redis
 
 from apps.enforcement import store as store_module
 from apps.enforcement.store import engine_store, engine_store_use, usage_flusher_start
@@ -77,3 +78,30 @@ def test_counters_on_a_redis_of_their_own_get_a_redis_store_there(settings, redi
         engine_store_use(None)
     assert type(built) is RedisStore
     assert built.key_prefix == key_prefix
+
+
+@pytest.mark.slow
+def test_on_a_cluster_each_master_has_its_own_breaker(settings, redis_cluster, cluster_prefix, cluster_client):
+    settings.COUNTERS_REDIS_URL = redis_cluster.url
+    settings.QUOTA_KEY_PREFIX = cluster_prefix
+    engine_store_use(None)
+    try:
+        customers = [f"acct-{n}" for n in range(40)]
+        breakers = {customer: store_module.breaker_for(customer) for customer in customers}
+        nodes = {customer: cluster_client.get_node_from_key(f"{{c={customer}}}").name for customer in customers}
+        unrouted = store_module.breaker_for(None)
+    finally:
+        engine_store_use(None)
+    assert len(set(nodes.values())) == 3
+    assert len({id(breaker) for breaker in breakers.values()}) == 3
+    assert all(breakers[a] is breakers[b] for a in customers for b in customers if nodes[a] == nodes[b])
+    assert unrouted is store_module.redis_breaker
+
+
+def test_on_one_redis_every_call_goes_through_the_process_breaker(settings, redis_url, key_prefix):
+    settings.QUOTA_KEY_PREFIX = key_prefix
+    engine_store_use(RedisStore(redis.Redis.from_url(redis_url), key_prefix))
+    try:
+        assert store_module.breaker_for("acct-1") is store_module.redis_breaker
+    finally:
+        engine_store_use(None)

@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from redis.crc import key_slot
-from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
+from redis.exceptions import AskError, MovedError, NoScriptError, RedisClusterException, RedisError, TryAgainError
 
+from apps.engine.keys import enc
 from apps.engine.store.args import NEEDS_SEED, REUSED, encode
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.plan import ItemPlan
@@ -126,6 +127,14 @@ class ClusterStore(SpreadChecks, RedisStore):
         tag = plan.usage_base[len(prefix) + 3 :].split("}", 1)[0] + "}"  # "{c=<customer>}"
         epoch_key = f"{prefix}:epoch:{tag}" if self._seeder is not None else None
         return f"{prefix}:ui:{tag}:", epoch_key
+
+    def node_of_customer(self, customer: str) -> str:
+        """The name (host:port) of the master serving `customer`'s counters, from the client's slot map (no
+        round trip); "unknown" while the map has no master for that slot."""
+        try:
+            return str(self._client.get_node_from_key(f"{{c={enc(customer)}}}").name)  # type: ignore[attr-defined]
+        except (RedisClusterException, RedisError):
+            return "unknown"
 
     def usage_minutes(self) -> list[int]:
         """Minutes with usage waiting on any master (SCAN of every master for the per-slot indexes)."""
