@@ -1,0 +1,217 @@
+"""Hybrid local + global counting (seed 004): each instance decides in-process and exchanges counts with a
+shared store once per `sync_ms` and at every window change. Pure: the clock and the exchange are injected.
+
+One `HybridCounter` is one instance's view of one counter (one key of one limit). At time t in window k:
+
+    own      this instance's count in window k (exact, local)
+    known    the other instances' counts in window k as the store had them at this instance's last exchange
+    prev     the other instances' counts in window k-1 (their totals, from an exchange after k began)
+    fixed:   reduction = max(known, prev)                     the seed's "limit minus the others' value",
+    sliding: reduction = max(known, prev * left(t) / window)  the seed's linear decay of that value
+    admit `cost` when own + reduction + cost <= limit (a cost above the limit never passes)
+
+The exchange is idempotent: it sends this instance's absolute counts for windows k and k-1 (so a retried or
+timed-out exchange cannot count twice) and receives the others' sums (hybrid_sync.lua, or MemoryPeers).
+
+Bound (docs/hybrid.md): when every instance reports within `sync_ms` of what it admits (on its next call, or
+by a timer calling `sync_if_due`), an instance's knowledge of another lags by at most two sync intervals (the
+other's last exchange before this one's, plus the time since this one's), so the admitted total of a window
+stays within limit + A(2 * sync_ms), A(d) being what the other instances admit in the last d before the
+window's last admission, and never above N * limit for N instances. The sliding variant's reduction is never
+below `known`, so the same bound
+holds; it refuses less when the traffic moves between instances.
+
+Edge cases (the seed's; each has its own test on the fake clock):
+- the store times out: the last known values are held (rolled into `prev` at a window change) for
+  `hold_windows` windows after the last successful exchange, then ignored (reduction 0);
+- an instance is lost: the store keeps each instance's last counts for `retention_ms`, so the others do not
+  take its share at once (MemoryPeers / hybrid_sync.lua drop it after that);
+- the store restarted (it answers `fresh` although this instance has exchanged before with peers): for
+  `restart_windows` windows the reduction is at least limit * (n - 1) / n * (1 - j / restart_windows) in the
+  j-th window after the restart, n being the instances seen before it;
+- this instance restarted (it has no successful exchange yet): its own share ramps up linearly, at most
+  limit * (j + 1) / ramp_windows in its j-th window, until the store answers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+FIXED, SLIDING = "fixed", "sliding"
+
+
+@dataclass(frozen=True, slots=True)
+class Exchanged:
+    """What the store answers: the others' counts in window k and k-1, live instances (self included), and
+    whether it had nothing for this counter before the call (first use, or a restart that lost it)."""
+
+    others: int
+    others_prev: int
+    instances: int
+    fresh: bool
+
+
+# exchange(window start, previous window start, own count in the window, own count in the previous one)
+Exchange = Callable[[int, int, int, int], Exchanged]
+# window(now) -> (start, end) of the window containing now (fixed periods, or calendar windows)
+Windows = Callable[[int], tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class HybridConfig:
+    limit: int
+    sync_ms: int
+    variant: str = FIXED
+    hold_windows: int = 2
+    restart_windows: int = 3
+    ramp_windows: int = 3
+
+
+def fixed_windows(period_ms: int) -> Windows:
+    """Windows of `period_ms` aligned on the epoch, as fixed_window and sliding_window limits have them."""
+    return lambda now: (now - now % period_ms, now - now % period_ms + period_ms)
+
+
+class HybridCounter:
+    """One instance's decisions on one counter (see the module docstring). Thread-safe."""
+
+    def __init__(self, config: HybridConfig, windows: Windows, exchange: Exchange, clock: Callable[[], int]) -> None:
+        self.config, self._windows, self._exchange, self._clock = config, windows, exchange, clock
+        self._lock = threading.Lock()
+        self._start, self._end, self._prev_start = -1, -1, -1
+        self.own = self.own_prev = self.known = self.prev = 0
+        self._synced_at: int | None = None  # the last exchange's time (None: never, or not in this window)
+        self._last_ok_window = -1  # the start of the window of the last successful exchange
+        self._windows_seen = 0  # windows since this instance started (the ramp)
+        self._peers_seen = 0  # instances the store reported, self included
+        self._restart: tuple[int, int] | None = None  # (windows since the store restart, peers before it)
+        self.exchanges = 0
+
+    def try_acquire(self, cost: int = 1) -> bool:
+        """Admit `cost` now (counting it) or refuse it; exchanges first when an interval or the window ended."""
+        with self._lock:
+            now = self._clock()
+            self._roll(now)
+            if self._synced_at is None or now - self._synced_at >= self.config.sync_ms:
+                self._sync(now)
+            if cost > self.config.limit or self.own + self.reduction(now) + cost > self._own_cap():
+                return False
+            self.own += cost
+            return True
+
+    def sync_if_due(self) -> None:
+        """Exchange now if an interval or the window ended since the last exchange: what a timer calls every
+        `sync_ms`, so an instance that goes quiet still reports what it admitted (the bound assumes it)."""
+        with self._lock:
+            now = self._clock()
+            self._roll(now)
+            if self._synced_at is None or now - self._synced_at >= self.config.sync_ms:
+                self._sync(now)
+
+    @property
+    def next_sync_at(self) -> int:
+        """When this instance's next exchange is due (its interval, or its window's end): the timer's next time."""
+        if self._synced_at is None:
+            return self._clock()
+        return min(self._synced_at + self.config.sync_ms, self._end)
+
+    def reduction(self, now: int) -> int:
+        """What the other instances are taken to hold of the limit now (see the module docstring)."""
+        prev = self.prev
+        if self.config.variant == SLIDING:
+            prev = prev * (self._end - now) // max(1, self._end - self._start)
+        value = max(self.known, prev)
+        if self._restart is not None:
+            windows, peers = self._restart
+            floor = self.config.limit * (peers - 1) * (self.config.restart_windows - windows)
+            value = max(value, floor // (peers * self.config.restart_windows))
+        return value
+
+    def _own_cap(self) -> int:
+        if self._last_ok_window >= 0 or self.config.ramp_windows <= 1:
+            return self.config.limit
+        return self.config.limit * min(self._windows_seen, self.config.ramp_windows) // self.config.ramp_windows
+
+    def _roll(self, now: int) -> None:
+        """Enter the window containing `now`: what was the current window becomes the previous one."""
+        if self._start <= now < self._end:
+            return
+        start, end = self._windows(now)
+        adjacent = start == self._end
+        self.own_prev = self.own if adjacent else 0
+        self.prev = self._held_prev(start)
+        self._prev_start = self._start if adjacent else start - (end - start)
+        self._start, self._end, self.own, self.known, self._synced_at = start, end, 0, 0, None
+        self._windows_seen += 1
+        if self._restart is not None:
+            windows, peers = self._restart
+            self._restart = (windows + 1, peers) if windows + 1 < self.config.restart_windows else None
+
+    def _held_prev(self, start: int) -> int:
+        """The others' previous-window value to use until the next exchange answers: what the last successful
+        exchange said, held for `hold_windows` windows after it (a store outage), then nothing."""
+        if self._last_ok_window < 0:
+            return 0
+        windows = (start - self._last_ok_window) // max(1, self._end - self._start)
+        if windows > self.config.hold_windows:
+            return 0
+        return max(self.known, self.prev) if self._last_ok_window == self._start else self.prev
+
+    def _sync(self, now: int) -> None:
+        self._synced_at = now
+        self.exchanges += 1
+        try:
+            answer = self._exchange(self._start, self._prev_start, self.own, self.own_prev)
+        except Exception:  # noqa: BLE001 - any failure of the store: hold what is known (module docstring)
+            return
+        # Nothing stored although this instance exchanged with peers in this or the last window (too recent for
+        # the store's TTL): the store lost its data.
+        recent = self._last_ok_window in (self._start, self._prev_start)
+        if answer.fresh and recent and self._peers_seen > 1:
+            self._restart = (0, self._peers_seen)
+        self.known, self.prev = answer.others, max(answer.others_prev, 0)
+        self._peers_seen, self._last_ok_window = answer.instances, self._start
+
+
+class MemoryPeers:
+    """The store's side of the exchange in memory: the reference model of hybrid_sync.lua (and the store of the
+    simulations). Per counter, each instance's last (window start, count, previous count, seen at)."""
+
+    def __init__(self, retention_ms: int, clock: Callable[[], int]) -> None:
+        self.retention_ms, self._clock = retention_ms, clock
+        self._counters: dict[str, dict[str, tuple[int, int, int, int]]] = {}
+        self.calls = 0
+
+    def exchange_for(self, key: str, instance: str) -> Exchange:
+        """The exchange function of `instance` on counter `key`."""
+        return lambda start, prev_start, own, own_prev: self.exchange(key, instance, start, prev_start, own, own_prev)
+
+    def exchange(self, key: str, instance: str, start: int, prev_start: int, own: int, own_prev: int) -> Exchanged:
+        """Store this instance's counts and answer the others' sums (an instance still in the previous window
+        counts toward `others_prev`; one unseen for longer than the retention is forgotten)."""
+        self.calls += 1
+        now = self._clock()
+        entries = self._counters.get(key)
+        fresh = entries is None
+        entries = self._counters.setdefault(key, {})
+        others = others_prev = 0
+        live = 1
+        for name, (window, count, count_prev, seen) in list(entries.items()):
+            if name == instance:
+                continue
+            if now - seen > self.retention_ms:
+                del entries[name]
+                continue
+            live += 1
+            if window == start:
+                others, others_prev = others + count, others_prev + count_prev
+            elif window == prev_start:
+                others_prev += count
+        entries[instance] = (start, own, own_prev, now)
+        return Exchanged(others, others_prev, live, fresh)
+
+    def restart(self) -> None:
+        """The store lost everything (a restart without persistence)."""
+        self._counters.clear()

@@ -1,0 +1,220 @@
+"""Hybrid local + global counting (quota_client.hybrid) on a fake clock: the seed's fixed and sliding variants,
+intra-window sync, each edge case, and the documented bound as a property over random traffic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from quota_client.hybrid import (
+    FIXED,
+    SLIDING,
+    Exchanged,
+    HybridConfig,
+    HybridCounter,
+    MemoryPeers,
+    fixed_windows,
+)
+
+WINDOW = 10_000
+
+
+class Clock:
+    def __init__(self, now: int = 1_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def instances(n: int, clock: Clock, peers: MemoryPeers, **config: int | str) -> list[HybridCounter]:
+    settings_ = HybridConfig(**{"limit": 100, "sync_ms": WINDOW, **config})  # type: ignore[arg-type]
+    return [HybridCounter(settings_, fixed_windows(WINDOW), peers.exchange_for("k", f"i{n}"), clock) for n in range(n)]
+
+
+def admit(counter: HybridCounter, times: int) -> int:
+    return sum(counter.try_acquire() for _ in range(times))
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def peers(clock: Clock) -> MemoryPeers:
+    return MemoryPeers(retention_ms=3 * WINDOW, clock=clock)
+
+
+def test_one_instance_admits_exactly_the_limit_per_window(clock: Clock, peers: MemoryPeers) -> None:
+    [only] = instances(1, clock, peers)
+    assert admit(only, 150) == 100
+    clock.now += WINDOW
+    assert admit(only, 150) == 100
+    assert only.exchanges == 2  # one per window
+
+
+def test_fixed_variant_takes_the_others_last_window_off_the_limit(clock: Clock, peers: MemoryPeers) -> None:
+    a, b = instances(2, clock, peers, sync_ms=WINDOW // 10)
+    assert (admit(a, 70), admit(b, 20)) == (70, 20)  # first window: neither knew the other yet
+    clock.now += WINDOW
+    assert a.try_acquire()  # each reports its last window at its first call in the new one
+    assert b.try_acquire()
+    clock.now += WINDOW // 10  # a's next exchange brings b's report
+    # a's limit is 100 - 20 (b's last window), b's is 100 - 70 (a's): each holds 1 already.
+    assert (admit(a, 100), admit(b, 100)) == (79, 29)
+
+
+def test_sliding_variant_lets_the_others_last_window_fade_over_this_one(clock: Clock, peers: MemoryPeers) -> None:
+    a, b = instances(2, clock, peers, variant=SLIDING)
+    admit(a, 60)
+    admit(b, 60)
+    clock.now += WINDOW - clock.now % WINDOW  # the start of the next window
+    assert b.try_acquire()  # b exchanges: a held 60 of the last window
+    assert a.try_acquire()
+    assert admit(a, 100) == 100 - 60 - 1  # at the window start all of b's 60 counts
+    clock.now += WINDOW // 2
+    assert admit(a, 100) == 30  # half way, b's last window counts half (30)
+
+
+def test_intra_window_sync_shrinks_the_over_admission(clock: Clock, peers: MemoryPeers) -> None:
+    loose = instances(4, clock, MemoryPeers(3 * WINDOW, clock), sync_ms=WINDOW)
+    tight = instances(4, clock, peers, sync_ms=WINDOW // 100)
+    admitted = {"loose": 0, "tight": 0}
+    for _ in range(WINDOW // 10 - 1):  # one window: each instance asks every 10 ms, round robin
+        clock.now += 10
+        for name, group in (("loose", loose), ("tight", tight)):
+            admitted[name] += sum(counter.try_acquire() for counter in group)
+    assert admitted["loose"] == 400  # one exchange per window: each of the 4 takes the whole limit
+    assert 100 <= admitted["tight"] <= 100 + 3 * 2 * (WINDOW // 100) // 10  # limit + A(2 * sync_ms)
+
+
+def test_a_store_timeout_holds_the_peers_for_hold_windows_then_ignores_them(clock: Clock) -> None:
+    peers = MemoryPeers(3 * WINDOW, clock)
+    down = {"now": False}
+
+    def exchange(start: int, prev_start: int, own: int, own_prev: int) -> Exchanged:
+        if down["now"]:
+            raise TimeoutError("the store did not answer")
+        return peers.exchange("k", "a", start, prev_start, own, own_prev)
+
+    a = HybridCounter(HybridConfig(100, WINDOW, hold_windows=2), fixed_windows(WINDOW), exchange, clock)
+    b = HybridCounter(HybridConfig(100, WINDOW // 10), fixed_windows(WINDOW), peers.exchange_for("k", "b"), clock)
+    admit(b, 59)
+    clock.now += WINDOW // 10
+    b.sync_if_due()  # b's timer reports its 59
+    clock.now += WINDOW
+    assert admit(a, 100) == 41  # b's 59 of the last window
+    down["now"] = True
+    clock.now += WINDOW
+    assert admit(a, 100) == 41  # held (1 window since the store last answered)
+    clock.now += WINDOW
+    assert admit(a, 100) == 41  # held (2)
+    clock.now += WINDOW
+    assert admit(a, 100) == 100  # past hold_windows: the peers' factor is ignored
+
+
+def test_a_lost_instance_keeps_its_share_for_the_retention_then_the_others_rebalance(
+    clock: Clock, peers: MemoryPeers
+) -> None:
+    a, b = instances(2, clock, peers)
+    admit(a, 50)
+    admit(b, 50)
+    clock.now += WINDOW
+    b.try_acquire()  # b's last exchange: then it is gone (its process died)
+    assert admit(a, 100) == 50  # a short absence does not hand a b's share at once
+    clock.now += 4 * WINDOW  # past the retention (3 windows)
+    assert admit(a, 100) == 100
+
+
+def test_a_store_restart_starts_with_a_high_peer_factor_reduced_linearly(clock: Clock, peers: MemoryPeers) -> None:
+    a, b = instances(2, clock, peers, restart_windows=3)
+    admit(a, 10)
+    admit(b, 10)
+    clock.now += WINDOW
+    admit(a, 1)
+    admit(b, 1)
+    peers.restart()
+    clock.now += WINDOW
+    # n = 2 instances before the restart: 100 * 1/2 * (1 - j/3) for j = 0, 1, 2, then nothing.
+    got = []
+    for _ in range(4):
+        got.append(admit(a, 100))
+        clock.now += WINDOW
+    assert got == [100 - 50, 100 - 33, 100 - 16, 100]
+
+
+def test_a_restarted_instance_ramps_its_share_until_the_store_answers(clock: Clock) -> None:
+    def unreachable(start: int, prev_start: int, own: int, own_prev: int) -> Exchanged:
+        raise ConnectionError("no store yet")
+
+    fresh = HybridCounter(HybridConfig(90, WINDOW, ramp_windows=3), fixed_windows(WINDOW), unreachable, clock)
+    got = []
+    for _ in range(4):
+        got.append(admit(fresh, 100))
+        clock.now += WINDOW
+    assert got == [30, 60, 90, 90]
+
+
+def test_a_cost_above_the_limit_never_passes(clock: Clock, peers: MemoryPeers) -> None:
+    [only] = instances(1, clock, peers)
+    assert not only.try_acquire(101)
+    assert only.try_acquire(100)
+
+
+def test_the_store_reference_counts_an_instance_still_in_the_previous_window_as_previous(clock: Clock) -> None:
+    peers = MemoryPeers(3 * WINDOW, clock)
+    peers.exchange("k", "slow", 0, -WINDOW, 7, 0)
+    answer = peers.exchange("k", "fast", WINDOW, 0, 1, 3)
+    assert (answer.others, answer.others_prev, answer.instances, answer.fresh) == (0, 7, 2, False)
+    assert peers.exchange("other", "fast", WINDOW, 0, 1, 3).fresh
+
+
+def steps() -> st.SearchStrategy[list[tuple[int, int]]]:
+    """(which instance, ms until its request) pairs: uniform, bursty, skewed or shifting, as drawn."""
+    return st.lists(st.tuples(st.integers(0, 3), st.sampled_from([0, 1, 5, 20, 200])), min_size=50, max_size=600)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    traffic=steps(),
+    sync=st.sampled_from([WINDOW, WINDOW // 10, WINDOW // 100]),
+    variant=st.sampled_from([FIXED, SLIDING]),
+)
+def test_every_window_admits_within_limit_plus_what_the_others_admit_in_two_sync_intervals(
+    traffic: list[tuple[int, int]], sync: int, variant: str
+) -> None:
+    clock = Clock()
+    peers = MemoryPeers(3 * WINDOW, clock)
+    group = instances(4, clock, peers, sync_ms=sync, variant=variant, limit=20)
+    log: list[tuple[int, int]] = []  # (time, instance) of every admission
+    for who, gap in traffic:
+        advance(clock, gap, group, sync)
+        if group[who].try_acquire():
+            log.append((clock.now, who))
+    for window, admitted in by_window(log):
+        last = admitted[-1][0]
+        others_late = max(sum(1 for at, who in admitted if who != me and at >= last - 2 * sync) for me in range(4))
+        assert len(admitted) <= 20 + others_late, (window, len(admitted), others_late)
+        assert len(admitted) <= 4 * 20
+
+
+def advance(clock: Clock, gap: int, group: list[HybridCounter], sync: int) -> None:
+    """Move the clock by `gap`, firing each instance's timer when its exchange is due (a quiet instance still
+    reports what it admitted within sync_ms, as the bound assumes)."""
+    target = clock.now + gap
+    while True:
+        for counter in group:
+            counter.sync_if_due()
+        if clock.now >= target:
+            return
+        clock.now = max(clock.now + 1, min(target, *(counter.next_sync_at for counter in group)))
+
+
+def by_window(log: list[tuple[int, int]]) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+    windows: dict[int, list[tuple[int, int]]] = {}
+    for at, who in log:
+        windows.setdefault(at - at % WINDOW, []).append((at, who))
+    yield from windows.items()
