@@ -24,6 +24,10 @@ class Algorithm(models.TextChoices):
 
 
 BUCKET_ALGORITHMS = (Algorithm.TOKEN_BUCKET, Algorithm.LEAKY_BUCKET)
+# Algorithms whose counters can be counted hybrid (seed 004: window counts exchanged between instances).
+HYBRID_ALGORITHMS = (Algorithm.FIXED_WINDOW, Algorithm.CALENDAR, Algorithm.SLIDING_WINDOW)
+# Below this a hybrid interval saves little over asking Redis on every check.
+MIN_SYNC_MS = 10
 
 
 class CalendarPeriod(models.TextChoices):

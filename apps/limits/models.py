@@ -14,6 +14,8 @@ from apps.common.validators import (
 )
 from apps.limits.choices import (
     BUCKET_ALGORITHMS,
+    HYBRID_ALGORITHMS,
+    MIN_SYNC_MS,
     Algorithm,
     CalendarPeriod,
     Mode,
@@ -74,6 +76,12 @@ class Limit(TimeStampedModel):
         max_length=10, choices=StoreFailurePolicy.choices, default=StoreFailurePolicy.DATABASE
     )
     plan = models.ForeignKey("customers.Plan", null=True, blank=True, on_delete=models.PROTECT, related_name="limits")
+    sync_ms = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Empty: exact (every check asks Redis). A number of milliseconds: hybrid counting, each API worker "
+        "decides locally and exchanges counts with Redis that often and at window ends (docs/hybrid.md).",
+    )
 
     class Meta:
         ordering = ["operation__name", "name"]
@@ -90,7 +98,8 @@ class Limit(TimeStampedModel):
 
     def clean(self) -> None:
         errors: dict[str, list[str]] = {}
-        for field, message in [*self._period_errors(), *self._burst_errors(), *self._key_errors()]:
+        problems = [*self._period_errors(), *self._burst_errors(), *self._key_errors(), *self._sync_errors()]
+        for field, message in problems:
             errors.setdefault(field, []).append(message)
         if errors:
             raise ValidationError(errors)
@@ -129,6 +138,17 @@ class Limit(TimeStampedModel):
         except ValidationError as error:
             errors.extend(("match", message) for message in error.messages)
         return errors
+
+    def _sync_errors(self) -> list[tuple[str, str]]:
+        if self.sync_ms is None:
+            return []
+        if self.algorithm not in HYBRID_ALGORITHMS:
+            return [("sync_ms", "Hybrid counting is for fixed window, calendar and sliding window limits only.")]
+        if self.sync_ms < MIN_SYNC_MS:
+            return [("sync_ms", f"Exchange at most every {MIN_SYNC_MS} ms: a shorter interval is exact counting.")]
+        if self.period_seconds is not None and self.sync_ms > self.period_seconds * 1000:
+            return [("sync_ms", "The interval cannot be longer than the window: counts are exchanged at its end.")]
+        return []
 
     @property
     def capacity(self) -> int:

@@ -44,6 +44,7 @@ class LimitConfig:
     mode: str
     on_store_failure: str
     plan: str | None
+    sync_ms: int | None = None  # None: exact; else hybrid counting (apps/enforcement/hybrid.py)
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,7 @@ def _limits() -> dict[str, tuple[LimitConfig, ...]]:
                 mode=limit.mode,
                 on_store_failure=limit.on_store_failure,
                 plan=limit.plan.name if limit.plan else None,
+                sync_ms=limit.sync_ms,
             )
         )
     return {operation: tuple(limits) for operation, limits in by_operation.items()}

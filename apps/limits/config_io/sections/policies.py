@@ -61,6 +61,7 @@ class LimitSection(Section):
         Key("mode", fields.choice(*Mode.values), Mode.ENFORCE.value),
         Key("on_store_failure", fields.choice(*StoreFailurePolicy.values), StoreFailurePolicy.DATABASE.value),
         Key("plan", fields.optional_name, None, refers_to="plans"),
+        Key("sync_ms", fields.optional_positive_int, None),
     )
     key_of_field = {"quantity": "limit", "period_seconds": "period", "calendar_period": "period"}
 
@@ -87,6 +88,7 @@ class LimitSection(Section):
             "mode": obj.mode,
             "on_store_failure": obj.on_store_failure,
             "plan": obj.plan.name if obj.plan else None,
+            "sync_ms": obj.sync_ms,
         }
 
     def model_values(self, entry: Entry, lookup: Lookup) -> dict[str, Any]:
@@ -107,6 +109,7 @@ class LimitSection(Section):
             "mode": entry["mode"],
             "on_store_failure": entry["on_store_failure"],
             "plan": lookup("plans", entry["plan"]),
+            "sync_ms": entry["sync_ms"],
         }
 
 
