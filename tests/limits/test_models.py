@@ -143,3 +143,21 @@ def test_an_access_rule_stores_one_spelling_of_its_network(given, stored) -> Non
 def test_an_access_rule_must_match_something() -> None:
     rule = AccessRuleFactory.build(ip="")
     assert "must match a customer" in errors_of(rule)["__all__"][0]
+
+
+@pytest.mark.parametrize("algorithm", [Algorithm.TOKEN_BUCKET, Algorithm.SLIDING_LOG, Algorithm.CONCURRENCY])
+def test_hybrid_counting_is_refused_for_algorithms_it_cannot_count(algorithm: str) -> None:
+    limit = LimitFactory.build(operation=OperationFactory(), algorithm=algorithm, period_seconds=60, sync_ms=100)
+    assert "fixed window, calendar and sliding window limits only" in errors_of(limit)["sync_ms"][0]
+
+
+@pytest.mark.parametrize(("sync_ms", "words"), [(5, "at most every 10 ms"), (61_000, "longer than the window")])
+def test_a_hybrid_interval_must_fit_the_window(sync_ms: int, words: str) -> None:
+    limit = LimitFactory.build(operation=OperationFactory(), algorithm=Algorithm.FIXED_WINDOW, period_seconds=60)
+    limit.sync_ms = sync_ms
+    assert words in errors_of(limit)["sync_ms"][0]
+
+
+@pytest.mark.parametrize("algorithm", [Algorithm.FIXED_WINDOW, Algorithm.SLIDING_WINDOW])
+def test_hybrid_counting_is_accepted_for_window_limits(algorithm: str) -> None:
+    LimitFactory.build(operation=OperationFactory(), algorithm=algorithm, period_seconds=60, sync_ms=100).full_clean()

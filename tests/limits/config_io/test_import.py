@@ -43,6 +43,7 @@ def test_it_creates_every_object_with_the_documented_defaults() -> None:
         "match": {},
         "mode": "enforce",
         "on_store_failure": "database",
+        "sync_ms": None,
         "plan": None,
     }
     assert document["overrides"][0]["resource"] == ""

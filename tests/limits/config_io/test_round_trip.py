@@ -28,6 +28,7 @@ DESIGN_KEY_ORDER = {
         "match",
         "mode",
         "on_store_failure",
+        "sync_ms",
         "plan",
     ],
     "overrides": [

@@ -60,8 +60,8 @@ class LimitSection(Section):
         Key("match", fields.string_map, {}),
         Key("mode", fields.choice(*Mode.values), Mode.ENFORCE.value),
         Key("on_store_failure", fields.choice(*StoreFailurePolicy.values), StoreFailurePolicy.DATABASE.value),
-        Key("plan", fields.optional_name, None, refers_to="plans"),
         Key("sync_ms", fields.optional_positive_int, None),
+        Key("plan", fields.optional_name, None, refers_to="plans"),
     )
     key_of_field = {"quantity": "limit", "period_seconds": "period", "calendar_period": "period"}
 
@@ -87,8 +87,8 @@ class LimitSection(Section):
             "match": dict(sorted(obj.match.items())) if isinstance(obj.match, dict) else obj.match,
             "mode": obj.mode,
             "on_store_failure": obj.on_store_failure,
-            "plan": obj.plan.name if obj.plan else None,
             "sync_ms": obj.sync_ms,
+            "plan": obj.plan.name if obj.plan else None,
         }
 
     def model_values(self, entry: Entry, lookup: Lookup) -> dict[str, Any]:
