@@ -65,6 +65,7 @@ def outcome_body(outcome: CheckOutcome) -> dict[str, Any]:
                 "reset_ms": r.reset_ms,
                 "shadow": r.shadow,
                 "over": r.over,
+                "mode": "hybrid" if r.name in outcome.hybrid else "exact",
             }
             for r in outcome.limits
         ],

@@ -56,6 +56,11 @@ class LimitResultSerializer(serializers.Serializer):
     reset_ms = serializers.IntegerField()
     shadow = serializers.BooleanField()
     over = serializers.BooleanField()
+    mode = serializers.ChoiceField(
+        choices=["exact", "hybrid"],
+        help_text="exact: decided by Redis on every check; hybrid: decided by the API worker on its own count and "
+        "the other instances' last exchanged counts (the limit's sync_ms, docs/hybrid.md).",
+    )
 
 
 class DecisionSerializer(serializers.Serializer):

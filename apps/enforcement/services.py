@@ -18,6 +18,7 @@ from apps.common.background import BackgroundRecorder
 from apps.common.exceptions import Unprocessable
 from apps.customers.services import customers_record_seen
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
+from apps.enforcement.hybrid_decide import hybrid_batch, hybrid_decide
 from apps.enforcement.ledger import decision_counts, decision_ledger
 from apps.enforcement.names import OTHER_NAME, names_checked
 from apps.enforcement.specs import engine_args, limit_spec_of, window_seconds
@@ -42,6 +43,7 @@ class CheckOutcome:
     degraded: bool = False
     # Names the configuration does not know, and new names over the budget (names.py).
     warnings: tuple[str, ...] = ()
+    hybrid: frozenset[str] = frozenset()  # the limits decided by hybrid counting (hybrid.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,7 @@ def outcome_of_decision(
     limits: Sequence[LimitConfig],
     warnings: tuple[str, ...] = (),
     windows_s: Mapping[str, int] | None = None,
+    hybrid: frozenset[str] = frozenset(),
 ) -> CheckOutcome:
     """`windows_s`: the limits' windows when the caller has them at hand (EngineArgs), else worked out here."""
     return CheckOutcome(
@@ -110,6 +113,7 @@ def outcome_of_decision(
         {limit.name: window_seconds(limit) for limit in limits} if windows_s is None else windows_s,
         type(decision) is FallbackDecision,
         warnings,
+        hybrid,
     )
 
 
@@ -134,14 +138,17 @@ def decide(item: CheckItem, limits: Sequence[LimitConfig], warnings: tuple[str, 
     """One engine round trip, or the limits' failure policies when Redis is unreachable or the breaker is open."""
     args = engine_args(limits)
     try:
-        decision = engine_call(
-            lambda store: store.check(item, args.specs),
-            fallback=lambda: fallback_check(item, args.counted),
-            customer=item.customer,
-        )
+        if args.hybrid:
+            decision = hybrid_decide(item, args)
+        else:
+            decision = engine_call(
+                lambda store: store.check(item, args.specs),
+                fallback=lambda: fallback_check(item, args.counted),
+                customer=item.customer,
+            )
     except IdempotencyKeyReused:
         raise request_id_reused() from None
-    return outcome_of_decision(decision, args.counted, warnings, args.windows_s)
+    return outcome_of_decision(decision, args.counted, warnings, args.windows_s, args.hybrid_names)
 
 
 def check_evaluate(*, principal: ApiPrincipal, item: CheckItem, snapshot: Snapshot) -> CheckOutcome:
@@ -176,6 +183,12 @@ def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome
     if not pending:
         return []
     args = [engine_args(check.resolution.limits) for check in pending]
+    if any(arg.hybrid for arg in args):
+        decided = hybrid_batch([check.item for check in pending], args, mode)
+        return [
+            outcome_of_decision(d, arg.counted, check.warnings, arg.windows_s, arg.hybrid_names)
+            for d, check, arg in zip(decided, pending, args, strict=True)
+        ]
     pairs = [(check.item, arg.specs) for check, arg in zip(pending, args, strict=True)]
     decisions: Sequence[Decision | FallbackDecision] = engine_call(
         lambda store: store.check_batch(pairs, mode),

@@ -11,6 +11,7 @@ from django.conf import settings
 from apps.engine import LimitSpec
 from apps.engine.durability import reach_ms
 from apps.engine.keys import limit_name_of
+from apps.limits.choices import HYBRID_ALGORITHMS
 from apps.limits.models import Algorithm, Mode
 from apps.limits.resolution import apply_override
 from apps.limits.snapshot import LimitConfig, Snapshot
@@ -89,8 +90,12 @@ class EngineArgs:
     """What a check of some limits passes to the engine, and what its answer needs back."""
 
     counted: tuple[LimitConfig, ...]  # concurrency limits are spent by leases, not by checks
-    specs: tuple[LimitSpec, ...]
+    specs: tuple[LimitSpec, ...]  # of the counted limits Redis decides (all but the hybrid ones)
     windows_s: Mapping[str, int]  # read-only: shared by every check of the same limits
+    exact: tuple[LimitConfig, ...] = ()  # the counted limits Redis decides, in `counted`'s order
+    hybrid: tuple[LimitConfig, ...] = ()  # the counted limits with sync_ms (enforcement/hybrid.py)
+    hybrid_specs: tuple[LimitSpec, ...] = ()
+    hybrid_names: frozenset[str] = frozenset()
 
 
 # By id of the limits tuple, each entry holding that tuple, so an id is not reused while its entry lives. Resolution
@@ -105,10 +110,16 @@ def engine_args(limits: Sequence[LimitConfig]) -> EngineArgs:
     if entry is not None and entry[0] is limits:
         return entry[1]
     counted = tuple(limit for limit in limits if limit.algorithm != Algorithm.CONCURRENCY)
+    hybrid = tuple(limit for limit in counted if limit.sync_ms is not None and limit.algorithm in HYBRID_ALGORITHMS)
+    exact = tuple(limit for limit in counted if limit not in hybrid) if hybrid else counted
     args = EngineArgs(
         counted,
-        tuple(limit_spec_of(limit) for limit in counted),
+        tuple(limit_spec_of(limit) for limit in exact),
         MappingProxyType({limit.name: window_seconds(limit) for limit in counted}),
+        exact,
+        hybrid,
+        tuple(limit_spec_of(limit) for limit in hybrid),
+        frozenset(limit.name for limit in hybrid),
     )
     if type(limits) is tuple:
         if len(_engine_args) >= MAX_ENGINE_ARGS:

@@ -1,0 +1,174 @@
+"""Hybrid counting in the API server (issue 16, docs/hybrid.md): a limit with `sync_ms` is decided by this worker
+process on its own count and what the other instances reported, exchanged with Redis every `sync_ms` and at
+window ends (quota_client.hybrid, the same algorithm the SDK's local limiter runs; the exchange is
+apps/engine/hybrid.py). A background thread exchanges for counters gone quiet, so what this worker admitted
+reaches the others within `sync_ms` (the bound assumes it).
+
+A check with hybrid limits stays all or nothing: each hybrid limit reserves its cost here first; if one refuses,
+the others' reservations are given back and the check is refused without spending its exact limits; when Redis
+then refuses the exact limits, the hybrid reservations are given back (services.decide).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.conf import settings
+from quota_client.hybrid import FIXED, SLIDING, HybridConfig, HybridCounter, MemoryPeers, Windows, fixed_windows
+
+from apps.engine import CheckItem, KeyLayout, LimitResult, LimitSpec
+from apps.engine.clock import SystemClock
+from apps.engine.hybrid import RedisPeers, hybrid_key
+from apps.engine.reference.calendar import pick_window, window_bounds
+from apps.limits.models import Algorithm
+from apps.limits.snapshot import LimitConfig
+
+# This worker process among the instances sharing a counter (a restarted process is a new instance).
+INSTANCE = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+RETENTION_WINDOWS = 3  # an instance unseen this many windows is forgotten: its share returns to the others
+MAX_COUNTERS = 100_000  # a bound on this process's memory; past it the counters start over
+TICK_S = 0.05  # how often the background exchange looks for counters due (a due one exchanges at most this late)
+
+_counters: dict[tuple[LimitConfig, str], HybridCounter] = {}
+_lock = threading.Lock()
+_clock = SystemClock()
+_ticker: threading.Thread | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HybridHold:
+    """The hybrid limits of one check: their reports, whether all admitted, and the reservations taken."""
+
+    allowed: bool
+    retry_after_ms: int | None
+    results: tuple[LimitResult, ...]
+    taken: tuple[tuple[HybridCounter, int, int], ...]  # (counter, cost, window start)
+
+    def given_back(self) -> tuple[LimitResult, ...]:
+        """The reports once the reservations are given back (hybrid_give_back): what they took is left again."""
+        returned = {id(counter): cost for counter, cost, _ in self.taken}
+        names = {counter_name: returned[counter_id] for counter_name, counter_id in self.names}
+        return tuple(
+            dataclasses.replace(result, remaining=min(result.limit, result.remaining + names.get(result.name, 0)))
+            for result in self.results
+        )
+
+    names: tuple[tuple[str, int], ...] = ()  # (limit name, id of its counter) of the reservations taken
+
+
+def hybrid_take(item: CheckItem, limits: Sequence[LimitConfig], specs: Sequence[LimitSpec]) -> HybridHold:
+    """Reserve `item`'s cost on each hybrid limit, all or nothing (a shadow limit reports, never refuses)."""
+    counters = [counter_for(limit, spec, item) for limit, spec in zip(limits, specs, strict=True)]
+    taken: list[tuple[HybridCounter, int, int]] = []
+    names: list[tuple[str, int]] = []
+    over: set[str] = set()
+    for limit, counter in zip(limits, counters, strict=True):
+        cost = item.cost_of(limit.unit)
+        if cost <= 0:
+            continue  # nothing to count: the limit is only reported
+        window = counter.take(cost)
+        if window is None:
+            over.add(limit.name)
+        else:
+            taken.append((counter, cost, window))
+            names.append((limit.name, id(counter)))
+    refused = [limit for limit in limits if limit.name in over and limit.mode != "shadow"]
+    if refused:
+        hybrid_give_back(taken)
+        taken = []
+    results = tuple(
+        _result(limit, counter, limit.name in over) for limit, counter in zip(limits, counters, strict=True)
+    )
+    retry = max((result.reset_ms for result in results if result.over and not result.shadow), default=0)
+    if any(item.cost_of(limit.unit) > limit.quantity for limit in refused):
+        return HybridHold(False, None, results, ())  # the cost can never pass
+    return HybridHold(not refused, retry if refused else 0, results, tuple(taken), tuple(names))
+
+
+def hybrid_give_back(taken: Sequence[tuple[HybridCounter, int, int]]) -> None:
+    for counter, cost, window in taken:
+        counter.give_back(cost, window)
+
+
+def counter_for(limit: LimitConfig, spec: LimitSpec, item: CheckItem) -> HybridCounter:
+    """This process's counter of `limit` for `item`'s key (made on first use)."""
+    layout = KeyLayout(settings.QUOTA_KEY_PREFIX)
+    key = hybrid_key(layout.counter_keys(spec, item)[0], settings.QUOTA_KEY_PREFIX)
+    counter = _counters.get((limit, key))
+    if counter is None:
+        with _lock:
+            counter = _counters.get((limit, key)) or _new_counter(limit, key, item.timezone)
+    return counter
+
+
+def _new_counter(limit: LimitConfig, key: str, timezone: str) -> HybridCounter:
+    if len(_counters) >= MAX_COUNTERS:
+        _counters.clear()
+    windows = _windows(limit, timezone)
+    start, end = windows(_clock.now_ms())
+    variant = SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
+    config = HybridConfig(limit=limit.quantity, sync_ms=limit.sync_ms or 1, variant=variant)
+    exchange = _peers(RETENTION_WINDOWS * (end - start)).exchange_for(key, INSTANCE)
+    counter = HybridCounter(config, windows, exchange, _clock.now_ms)
+    _counters[(limit, key)] = counter
+    _ticker_start()
+    return counter
+
+
+def _windows(limit: LimitConfig, timezone: str) -> Windows:
+    if limit.algorithm == Algorithm.CALENDAR:
+        period = limit.calendar_period or "day"
+        return lambda now: pick_window(window_bounds(now, timezone, period), now)
+    return fixed_windows((limit.period_s or 1) * 1000)
+
+
+_peers_by_retention: dict[int, RedisPeers | MemoryPeers] = {}
+
+
+def _peers(retention_ms: int) -> RedisPeers | MemoryPeers:
+    """The shared store of the exchanges: the counters' Redis, or this process alone in the embedded default."""
+    peers = _peers_by_retention.get(retention_ms)
+    if peers is None:
+        if settings.COUNTERS_REDIS_URL:
+            from apps.enforcement.redis_clients import counters_client
+
+            client = counters_client(settings.COUNTERS_REDIS_URL, settings.QUOTA_REDIS_TIMEOUT_MS)
+            peers = RedisPeers(client, retention_ms=retention_ms)
+        else:
+            peers = MemoryPeers(retention_ms, _clock.now_ms)
+        _peers_by_retention[retention_ms] = peers
+    return peers
+
+
+def _result(limit: LimitConfig, counter: HybridCounter, over: bool) -> LimitResult:
+    remaining, reset_ms = counter.status()
+    shadow = limit.mode == "shadow"
+    return LimitResult(limit.name, limit.algorithm, limit.unit, limit.quantity, remaining, reset_ms, shadow, over)
+
+
+def hybrid_tick() -> None:
+    """Exchange for every counter whose interval or window ended (counters gone quiet report too)."""
+    for counter in list(_counters.values()):
+        counter.sync_if_due()
+
+
+def _ticker_start() -> None:
+    global _ticker
+    if _ticker is not None:
+        return
+    from apps.common.background import PeriodicThread
+
+    _ticker = PeriodicThread("hybrid-exchange", hybrid_tick, lambda: TICK_S)
+    _ticker.start()
+
+
+def hybrid_reset() -> None:
+    """Forget every counter (tests; a new snapshot keeps them: a limit's config is part of the key)."""
+    _counters.clear()
+    _peers_by_retention.clear()
