@@ -146,6 +146,20 @@ def test_a_store_restart_starts_with_a_high_peer_factor_reduced_linearly(clock: 
     assert got == [100 - 50, 100 - 33, 100 - 16, 100]
 
 
+def test_every_instance_finds_the_store_restart_by_itself(clock: Clock, peers: MemoryPeers) -> None:
+    a, b = instances(2, clock, peers, restart_windows=3)
+    admit(a, 1)
+    admit(b, 1)
+    clock.now += WINDOW
+    admit(a, 1)
+    admit(b, 1)
+    peers.restart()
+    clock.now += WINDOW
+    assert a.try_acquire()  # a exchanges first and recreates the counter's entry
+    assert b.try_acquire()  # b still finds nothing of its own: the store lost it
+    assert (a.reduction(clock.now), b.reduction(clock.now)) == (50, 50)
+
+
 def test_a_restarted_instance_ramps_its_share_until_the_store_answers(clock: Clock) -> None:
     def unreachable(start: int, prev_start: int, own: int, own_prev: int) -> Exchanged:
         raise ConnectionError("no store yet")
@@ -168,8 +182,9 @@ def test_the_store_reference_counts_an_instance_still_in_the_previous_window_as_
     peers = MemoryPeers(3 * WINDOW, clock)
     peers.exchange("k", "slow", 0, -WINDOW, 7, 0)
     answer = peers.exchange("k", "fast", WINDOW, 0, 1, 3)
-    assert (answer.others, answer.others_prev, answer.instances, answer.fresh) == (0, 7, 2, False)
+    assert (answer.others, answer.others_prev, answer.instances, answer.fresh) == (0, 7, 2, True)  # its first
     assert peers.exchange("other", "fast", WINDOW, 0, 1, 3).fresh
+    assert peers.exchange("k", "newcomer", WINDOW, 0, 0, 0).fresh  # nothing of it, though the counter exists
 
 
 def steps() -> st.SearchStrategy[list[tuple[int, int]]]:
@@ -218,3 +233,17 @@ def by_window(log: list[tuple[int, int]]) -> Iterator[tuple[int, list[tuple[int,
     for at, who in log:
         windows.setdefault(at - at % WINDOW, []).append((at, who))
     yield from windows.items()
+
+
+def test_a_reservation_can_be_given_back_in_its_window_only(clock: Clock, peers: MemoryPeers) -> None:
+    [only] = instances(1, clock, peers)
+    window = only.take(60)
+    assert window is not None
+    assert only.status() == (40, WINDOW)
+    only.give_back(60, window)
+    assert only.status() == (100, WINDOW)
+    window = only.take(30)
+    assert window is not None
+    clock.now += WINDOW
+    only.give_back(30, window)  # that window is over: nothing to give back in this one
+    assert only.take(100) is not None

@@ -7,7 +7,8 @@
 --       [5] my count in the previous window  [6] now ms ('' = Redis TIME)  [7] retention ms (an instance unseen
 --       for longer is forgotten)  [8] the hash's TTL ms
 -- Returns {others' counts in my window, others' counts in my previous window (an instance still in that window
---   counts its current count there), live instances (me included), 1 when the hash did not exist before}.
+--   counts its current count there), live instances (me included), 1 when the store had nothing of mine (my
+--   first exchange, or the store lost it: each instance finds that out on its own, whoever exchanged first)}.
 -- Counts are sent absolute, not as increments: a retried or timed-out exchange cannot count twice.
 local now
 if ARGV[6] ~= '' then
@@ -19,11 +20,13 @@ end
 local me, start, prev_start = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local retention = tonumber(ARGV[7])
 local fields = redis.call('HGETALL', KEYS[1])
-local fresh = #fields == 0
+local fresh = true
 local others, others_prev, live, gone = 0, 0, 1, {}
 for i = 1, #fields, 2 do
   local name = fields[i]
-  if name ~= me then
+  if name == me then
+    fresh = false
+  else
     local window, count, count_prev, seen = string.match(fields[i + 1], '^(%-?%d+):(%d+):(%d+):(%d+)$')
     window, seen = tonumber(window), tonumber(seen)
     if now - seen > retention then

@@ -45,7 +45,8 @@ FIXED, SLIDING = "fixed", "sliding"
 @dataclass(frozen=True, slots=True)
 class Exchanged:
     """What the store answers: the others' counts in window k and k-1, live instances (self included), and
-    whether it had nothing for this counter before the call (first use, or a restart that lost it)."""
+    whether it had nothing of this instance before the call (its first exchange, or a store that lost it: every
+    instance finds that out by itself, whichever exchanged first after the loss)."""
 
     others: int
     others_prev: int
@@ -91,15 +92,33 @@ class HybridCounter:
 
     def try_acquire(self, cost: int = 1) -> bool:
         """Admit `cost` now (counting it) or refuse it; exchanges first when an interval or the window ended."""
+        return self.take(cost) is not None
+
+    def take(self, cost: int) -> int | None:
+        """Like try_acquire, returning the start of the window the cost was counted in (None: refused), which
+        `give_back` needs: a caller that must also ask others (exact limits) can undo a reservation."""
         with self._lock:
             now = self._clock()
             self._roll(now)
             if self._synced_at is None or now - self._synced_at >= self.config.sync_ms:
                 self._sync(now)
             if cost > self.config.limit or self.own + self.reduction(now) + cost > self._own_cap():
-                return False
+                return None
             self.own += cost
-            return True
+            return self._start
+
+    def give_back(self, cost: int, window_start: int) -> None:
+        """Undo `take(cost)` made in the window starting at `window_start` (nothing when that window is over)."""
+        with self._lock:
+            if window_start == self._start:
+                self.own = max(0, self.own - cost)
+
+    def status(self) -> tuple[int, int]:
+        """(what this instance may still admit now, ms until its window ends), for a check's report."""
+        with self._lock:
+            now = self._clock()
+            self._roll(now)
+            return max(0, min(self.config.limit, self._own_cap()) - self.own - self.reduction(now)), self._end - now
 
     def sync_if_due(self) -> None:
         """Exchange now if an interval or the window ended since the last exchange: what a timer calls every
@@ -166,8 +185,8 @@ class HybridCounter:
             answer = self._exchange(self._start, self._prev_start, self.own, self.own_prev)
         except Exception:  # noqa: BLE001 - any failure of the store: hold what is known (module docstring)
             return
-        # Nothing stored although this instance exchanged with peers in this or the last window (too recent for
-        # the store's TTL): the store lost its data.
+        # Nothing of this instance stored although it exchanged with peers in this or the last window (too recent
+        # for the retention or the store's TTL): the store lost its data.
         recent = self._last_ok_window in (self._start, self._prev_start)
         if answer.fresh and recent and self._peers_seen > 1:
             self._restart = (0, self._peers_seen)
@@ -193,9 +212,8 @@ class MemoryPeers:
         counts toward `others_prev`; one unseen for longer than the retention is forgotten)."""
         self.calls += 1
         now = self._clock()
-        entries = self._counters.get(key)
-        fresh = entries is None
         entries = self._counters.setdefault(key, {})
+        fresh = instance not in entries
         others = others_prev = 0
         live = 1
         for name, (window, count, count_prev, seen) in list(entries.items()):
