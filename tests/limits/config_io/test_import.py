@@ -245,3 +245,23 @@ def test_prune_keeps_one_rule_of_an_identity_and_deletes_its_duplicates() -> Non
     import_text("access_rules: [{action: deny, ip: 192.0.2.1, reason: first}]", prune=True)
 
     assert list(AccessRule.objects.values_list("pk", flat=True)) == [first.pk]
+
+
+def test_sync_ms_on_an_algorithm_hybrid_counting_cannot_count_is_refused_by_name() -> None:
+    message = refusal(
+        "operations: [{name: Op}]\n"
+        "limits: [{name: bucket, operation: Op, algorithm: token_bucket, limit: 5, period: second, sync_ms: 100}]"
+    )
+
+    assert "limits[0] (name: bucket): sync_ms:" in message
+    assert "fixed window, calendar and sliding window limits only" in message
+
+
+def test_sync_ms_on_a_window_limit_is_imported_and_exported() -> None:
+    import_text(
+        "operations: [{name: Op}]\n"
+        "limits: [{name: hot, operation: Op, algorithm: fixed_window, limit: 500, period: minute, sync_ms: 100}]"
+    )
+
+    assert Limit.objects.get(name="hot").sync_ms == 100
+    assert config_export()["limits"][0]["sync_ms"] == 100
