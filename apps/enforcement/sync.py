@@ -1,0 +1,236 @@
+"""POST /api/v1/sync: the hybrid-counting exchange of the SDK's local limiters (issue 16, docs/hybrid.md).
+
+A local limiter decides in its own process with quota_client.hybrid, the algorithm the API workers run for limits
+with `sync_ms`, and exchanges through this endpoint. For each hybrid limit in force for the customer and operation
+(resolved exactly like a check), one exchange on the very hash the API workers' counters use (hybrid_key of the
+counter key), so SDK limiters and API workers share one count. A limit the request sends no counter for is
+exchanged with count 0, so a first call learns the configuration and the others' counts.
+
+Nothing is written before the whole request is valid: the fields first, then each counter's windows against the
+limit's windows near the server's time (its current window, the one before or the one after: a client a little
+ahead or behind at a boundary). Counters of limits no longer in force, or no longer hybrid, are ignored (the
+answer lists what is in force). Instances are namespaced by the API key's prefix in the hash, so a client cannot
+overwrite another key's instances, nor an API worker's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from quota_client.hybrid import FIXED, SLIDING, Exchanged, Windows
+from redis.exceptions import RedisError
+
+from apps.apikeys.selectors import ApiPrincipal
+from apps.enforcement.fallback.decide import StoreUnavailable
+from apps.enforcement.hybrid import RETENTION_WINDOWS, _peers, _windows
+from apps.enforcement.hybrid import _clock as hybrid_clock
+from apps.enforcement.parsing import MAX_COST, Errors, ParseError, parse_check, text_problem
+from apps.enforcement.services import check_resolve
+from apps.enforcement.specs import engine_args, limit_spec_of
+from apps.engine import CheckItem, KeyLayout
+from apps.engine.hybrid import hybrid_key
+from apps.limits.models import Algorithm
+from apps.limits.snapshot import LimitConfig, Snapshot
+
+MAX_INSTANCE_LENGTH = 64
+MAX_COUNTERS = 64
+MAX_LIMIT_NAME_LENGTH = 200
+MAX_MS = 2**53 - 1
+logger = logging.getLogger(__name__)
+SYNC_FIELDS = frozenset({"customer", "operation", "resource", "attributes", "instance", "counters"})
+COUNTER_FIELDS = frozenset({"limit", "window_start", "prev_window_start", "count", "count_prev"})
+NUMBERS = {"window_start": MAX_MS, "prev_window_start": MAX_MS, "count": MAX_COST, "count_prev": MAX_COST}
+CHECK_PART = SYNC_FIELDS - {"instance", "counters"}
+
+
+@dataclass(frozen=True, slots=True)
+class SyncCounter:
+    """One counter of the calling instance: its absolute counts in its window and the one before."""
+
+    limit: str
+    window_start: int
+    prev_window_start: int
+    count: int
+    count_prev: int
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    item: CheckItem
+    instance: str
+    counters: tuple[SyncCounter, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncedLimit:
+    """A hybrid limit in force and the exchange's answer on it."""
+
+    limit: LimitConfig
+    window: tuple[int, int]
+    next_window_end: int
+    answer: Exchanged
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOutcome:
+    now_ms: int
+    access_rule: str | None  # "allow" / "deny": an access rule decides, no limit applies
+    warnings: tuple[str, ...]
+    limits: tuple[SyncedLimit, ...]
+
+
+def parse_sync(data: Any) -> SyncRequest:
+    """Validate a sync request; raises ParseError with every problem by field."""
+    if type(data) is not dict:
+        raise ParseError({"non_field_errors": ["A sync request must be a JSON object."]})
+    errors: Errors = {}
+    unknown = data.keys() - SYNC_FIELDS
+    if unknown:
+        errors["non_field_errors"] = [f"Unknown field(s): {', '.join(sorted(map(str, unknown)))[:300]}."]
+    item = None
+    try:
+        item = parse_check({name: value for name, value in data.items() if name in CHECK_PART})
+    except ParseError as error:
+        errors.update(error.fields)
+    instance = data.get("instance")
+    problem = "This field is required." if instance is None else text_problem(instance, MAX_INSTANCE_LENGTH)
+    if problem is not None:
+        errors["instance"] = [problem]
+    counters = _counters(data.get("counters", []), errors)
+    if errors or item is None:
+        raise ParseError(errors)
+    return SyncRequest(item, str(instance), counters)
+
+
+def _counters(value: Any, errors: Errors) -> tuple[SyncCounter, ...]:
+    if type(value) is not list or len(value) > MAX_COUNTERS:
+        errors["counters"] = [f"Must be a list of at most {MAX_COUNTERS} counters."]
+        return ()
+    problems: Errors = {}
+    counters: list[SyncCounter] = []
+    for index, raw in enumerate(value):
+        counter = _counter(raw, problems.setdefault(str(index), {}))
+        if counter is not None and any(seen.limit == counter.limit for seen in counters):
+            problems[str(index)]["limit"] = ["Another counter of this request names the same limit."]
+        elif counter is not None:
+            counters.append(counter)
+    problems = {index: fields for index, fields in problems.items() if fields}
+    if problems:
+        errors["counters"] = problems
+    return tuple(counters)
+
+
+def _counter(raw: Any, errors: Errors) -> SyncCounter | None:
+    if type(raw) is not dict:
+        errors["non_field_errors"] = ["A counter must be a JSON object."]
+        return None
+    unknown = raw.keys() - COUNTER_FIELDS
+    if unknown:
+        errors["non_field_errors"] = [f"Unknown field(s): {', '.join(sorted(map(str, unknown)))[:300]}."]
+    limit = raw.get("limit")
+    problem = "This field is required." if limit is None else text_problem(limit, MAX_LIMIT_NAME_LENGTH)
+    if problem is not None:
+        errors["limit"] = [problem]
+    numbers = {name: _whole(raw.get(name), top) for name, top in NUMBERS.items()}
+    for name, number in numbers.items():
+        if number is None:
+            errors[name] = [f"Required: a whole number from 0 to {NUMBERS[name]}."]
+    if errors:
+        return None
+    start, prev_start, count, count_prev = (
+        int(numbers[name] or 0) for name in ("window_start", "prev_window_start", "count", "count_prev")
+    )
+    if prev_start >= start:
+        errors["prev_window_start"] = ["Must be before window_start (the start of the window before it)."]
+        return None
+    return SyncCounter(str(limit), start, prev_start, count, count_prev)
+
+
+def _whole(value: Any, high: int) -> int | None:
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    return value if type(value) is int and 0 <= value <= high else None
+
+
+def sync_exchange(*, principal: ApiPrincipal, request: SyncRequest, snapshot: Snapshot) -> SyncOutcome:
+    """Authorize like a check, resolve like a check, check the counters' windows, then one exchange per hybrid
+    limit in force (see the module docstring)."""
+    item = request.item
+    principal.authorize(item.customer, item.operation)
+    now = hybrid_clock.now_ms()
+    # A dry run resolves without writing anything (no name budget spent, no customer recorded): the counters'
+    # windows are checked against it before anything is written.
+    looked = check_resolve(principal, dataclasses.replace(item, dry_run=True), snapshot)
+    if looked.resolution.action is None:
+        _check_windows(request.counters, _hybrid_limits(looked.resolution.limits), looked.item.timezone, now)
+    resolved = check_resolve(principal, item, snapshot)
+    if resolved.resolution.action is not None:
+        return SyncOutcome(now, str(resolved.resolution.action), resolved.warnings, ())
+    by_name = {counter.limit: counter for counter in request.counters}
+    instance = f"sdk:{principal.prefix}:{request.instance}"
+    limits = tuple(
+        _exchange(limit, resolved.item, instance, by_name.get(limit.name), now)
+        for limit in _hybrid_limits(resolved.resolution.limits)
+    )
+    return SyncOutcome(now, None, resolved.warnings, limits)
+
+
+def _hybrid_limits(limits: Sequence[LimitConfig]) -> tuple[LimitConfig, ...]:
+    return engine_args(limits).hybrid
+
+
+def variant_of(limit: LimitConfig) -> str:
+    return SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
+
+
+def _check_windows(counters: Sequence[SyncCounter], limits: Sequence[LimitConfig], timezone: str, now: int) -> None:
+    by_name = {limit.name: limit for limit in limits}
+    errors: Errors = {}
+    for index, counter in enumerate(counters):
+        limit = by_name.get(counter.limit)
+        problem = None if limit is None else _window_problem(counter, _windows(limit, timezone), now)
+        if problem is not None:
+            errors[str(index)] = problem
+    if errors:
+        raise ParseError({"counters": errors})
+
+
+def _window_problem(counter: SyncCounter, windows: Windows, now: int) -> Errors | None:
+    """A counter's windows must be the limit's current window, the one before or the one after (a clock a
+    little off at a boundary), and the previous one at most two window lengths before (it sets the hash's TTL)."""
+    start, end = windows(now)
+    near = (windows(start - 1)[0], start, end)
+    if counter.window_start not in near:
+        return {
+            "window_start": [
+                f"Not a window of limit “{counter.limit}” near the server's time ({now} ms): the window now is "
+                f"[{start}, {end}). Align the clock with the answer's now_ms."
+            ]
+        }
+    if counter.window_start - counter.prev_window_start > 2 * (end - start):
+        return {"prev_window_start": ["Must be the start of the window before window_start."]}
+    return None
+
+
+def _exchange(limit: LimitConfig, item: CheckItem, instance: str, counter: SyncCounter | None, now: int) -> SyncedLimit:
+    windows = _windows(limit, item.timezone)
+    start, end = windows(now)
+    prefix = settings.QUOTA_KEY_PREFIX
+    key = hybrid_key(KeyLayout(prefix).counter_keys(limit_spec_of(limit), item)[0], prefix)
+    if counter is None:  # nothing admitted yet: count 0 in the current window, to learn the others'
+        counter = SyncCounter(limit.name, start, windows(start - 1)[0], 0, 0)
+    exchange: Callable[..., Exchanged] = _peers(RETENTION_WINDOWS * (end - start)).exchange
+    try:
+        answer = exchange(
+            key, instance, counter.window_start, counter.prev_window_start, counter.count, counter.count_prev
+        )
+    except RedisError:
+        # No failure policy applies here: the caller's local limiter holds what it knows (quota_client.hybrid).
+        logger.exception("Hybrid exchange for %s failed", limit.name)
+        raise StoreUnavailable("The counter store is unreachable; try the exchange again later.") from None
+    return SyncedLimit(limit, (start, end), windows(end)[1], answer)

@@ -1,0 +1,203 @@
+"""POST /api/v1/sync, the exchange of the SDK's local limiters (sync.py): thin, and its contract for the schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.validators import MaxLengthValidator
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.enforcement import parsing
+from apps.enforcement import serializers as check_serializers
+from apps.enforcement.authentication import request_principal
+from apps.enforcement.schema import NAME_SCHEMA
+from apps.enforcement.service_api import ServiceApi
+from apps.enforcement.sync import (
+    MAX_COUNTERS,
+    MAX_INSTANCE_LENGTH,
+    MAX_LIMIT_NAME_LENGTH,
+    MAX_MS,
+    SyncOutcome,
+    parse_sync,
+    sync_exchange,
+    variant_of,
+)
+from apps.limits.snapshot_holder import snapshot_current
+
+text_field = check_serializers.text_field
+
+
+class SyncCounterSerializer(serializers.Serializer):
+    limit = text_field(MAX_LIMIT_NAME_LENGTH, help_text="The hybrid limit's name, as a previous answer gave it.")
+    window_start = serializers.IntegerField(
+        min_value=0, max_value=MAX_MS, help_text="Start (epoch ms) of the window `count` is in."
+    )
+    prev_window_start = serializers.IntegerField(
+        min_value=0, max_value=MAX_MS, help_text="Start (epoch ms) of the window before it (`count_prev`)."
+    )
+    count = serializers.IntegerField(
+        min_value=0, max_value=parsing.MAX_COST, help_text="What this instance admitted in the window (absolute)."
+    )
+    count_prev = serializers.IntegerField(
+        min_value=0, max_value=parsing.MAX_COST, help_text="What it admitted in the window before (absolute)."
+    )
+
+
+class SyncInputSerializer(serializers.Serializer):
+    customer = text_field(parsing.MAX_CUSTOMER_LENGTH)
+    operation = text_field(parsing.MAX_OPERATION_LENGTH)
+    resource = text_field(parsing.MAX_RESOURCE_LENGTH, required=False)
+    attributes = serializers.DictField(
+        child=text_field(parsing.MAX_ATTRIBUTE_VALUE_LENGTH),
+        required=False,
+        validators=[MaxLengthValidator(parsing.MAX_ATTRIBUTES)],
+        help_text=f"Attribute name (letters, digits, _ . -; max 64) → value; at most {parsing.MAX_ATTRIBUTES}.",
+    )
+    instance = text_field(MAX_INSTANCE_LENGTH, help_text="The local limiter's id, random and stable for its lifetime.")
+    counters = serializers.ListField(
+        child=SyncCounterSerializer(),
+        required=False,
+        max_length=MAX_COUNTERS,
+        help_text="This instance's counters, one per hybrid limit (absolute counts: a retry cannot count twice). "
+        "Empty on the first call; a hybrid limit without a counter is exchanged with count 0; counters of limits "
+        "no longer in force are ignored.",
+    )
+
+
+class SyncLimitSerializer(serializers.Serializer):
+    limit = serializers.CharField(help_text="The limit's name.")
+    algorithm = serializers.ChoiceField(choices=["fixed_window", "calendar", "sliding_window"])
+    quantity = serializers.IntegerField(help_text="The limit for this customer (overrides applied).")
+    unit = serializers.CharField(help_text="`requests`, or the cost dimension the limit counts.")
+    sync_ms = serializers.IntegerField(help_text="Exchange at least this often, and at every window end.")
+    variant = serializers.ChoiceField(
+        choices=["fixed", "sliding"], help_text="How the others' previous window reduces the limit (docs/hybrid.md)."
+    )
+    shadow = serializers.BooleanField(help_text="Counted and reported, never refusing.")
+    window_start = serializers.IntegerField(help_text="The server's current window of this limit (epoch ms).")
+    window_end = serializers.IntegerField()
+    next_window_end = serializers.IntegerField(help_text="End of the window after it (calendar windows vary).")
+    others = serializers.IntegerField(help_text="The other instances' counts in the counter's window.")
+    others_prev = serializers.IntegerField(help_text="The other instances' counts in the window before.")
+    instances = serializers.IntegerField(help_text="Live instances on this counter, the caller included.")
+    fresh = serializers.BooleanField(help_text="The store had nothing of this instance before this call.")
+
+
+class SyncOutputSerializer(serializers.Serializer):
+    now_ms = serializers.IntegerField(help_text="The server's time: local limiters align their windows on it.")
+    access_rule = serializers.ChoiceField(
+        choices=["allow", "deny"], allow_null=True, help_text="An access rule decides everything (no limits)."
+    )
+    warnings = serializers.ListField(
+        child=serializers.ChoiceField(choices=["unknown_operation", "unknown_customer", "new_names_over_budget"]),
+        help_text="As a check's: the configuration does not know the customer or operation (answered anyway).",
+    )
+    limits = SyncLimitSerializer(many=True, help_text="The hybrid limits in force; other limits are not listed.")
+
+
+EXAMPLE_REQUEST = {
+    "customer": "acct-1",
+    "operation": "ListStreams",
+    "instance": "3f9c2a7be01d4c55",
+    "counters": [
+        {
+            "limit": "list-streams-hourly",
+            "window_start": 1767225600000,
+            "prev_window_start": 1767222000000,
+            "count": 12,
+            "count_prev": 40,
+        }
+    ],
+}
+EXAMPLE_ANSWER = {
+    "now_ms": 1767226500000,
+    "access_rule": None,
+    "warnings": [],
+    "limits": [
+        {
+            "limit": "list-streams-hourly",
+            "algorithm": "fixed_window",
+            "quantity": 50,
+            "unit": "requests",
+            "sync_ms": 100,
+            "variant": "fixed",
+            "shadow": False,
+            "window_start": 1767225600000,
+            "window_end": 1767229200000,
+            "next_window_end": 1767232800000,
+            "others": 9,
+            "others_prev": 31,
+            "instances": 3,
+            "fresh": False,
+        }
+    ],
+}
+
+
+class _ClosedBody(OpenApiSerializerExtension):
+    """The parser refuses fields it does not name, and attribute names outside the name pattern: say so."""
+
+    target_class = "apps.enforcement.sync_apis.SyncInputSerializer"
+    match_subclasses = False
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> Any:
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        schema["additionalProperties"] = False
+        if "attributes" in schema.get("properties", {}):
+            schema["properties"]["attributes"]["propertyNames"] = NAME_SCHEMA
+        return schema
+
+
+class _ClosedCounter(_ClosedBody):
+    target_class = "apps.enforcement.sync_apis.SyncCounterSerializer"
+
+
+def sync_body(outcome: SyncOutcome) -> dict[str, Any]:
+    return {
+        "now_ms": outcome.now_ms,
+        "access_rule": outcome.access_rule,
+        "warnings": list(outcome.warnings),
+        "limits": [
+            {
+                "limit": synced.limit.name,
+                "algorithm": synced.limit.algorithm,
+                "quantity": synced.limit.quantity,
+                "unit": synced.limit.unit,
+                "sync_ms": synced.limit.sync_ms,
+                "variant": variant_of(synced.limit),
+                "shadow": synced.limit.mode == "shadow",
+                "window_start": synced.window[0],
+                "window_end": synced.window[1],
+                "next_window_end": synced.next_window_end,
+                "others": synced.answer.others,
+                "others_prev": synced.answer.others_prev,
+                "instances": synced.answer.instances,
+                "fresh": synced.answer.fresh,
+            }
+            for synced in outcome.limits
+        ],
+    }
+
+
+class SyncApi(ServiceApi):
+    @extend_schema(
+        request=SyncInputSerializer,
+        responses={
+            **check_serializers.DECIDING_ERRORS,
+            200: SyncOutputSerializer,
+            503: check_serializers.ErrorSerializer,
+        },
+        summary="Hybrid counting's exchange for SDK local limiters: report my counts, learn the others'",
+        examples=[
+            OpenApiExample("A limiter's exchange", value=EXAMPLE_REQUEST, request_only=True),
+            OpenApiExample("The answer", value=EXAMPLE_ANSWER, response_only=True),
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        sync_request = parse_sync(request.data)
+        outcome = sync_exchange(principal=request_principal(request), request=sync_request, snapshot=snapshot_current())
+        return Response(sync_body(outcome))
