@@ -5,7 +5,7 @@ contains `:`, `=`, `{`, `}` or a bare `%`, so the separators below cannot be for
 customer, resource or attribute value, and two different values never share a key.
 
     counter      <prefix>:c:{<tag>}:<alg>:<name>[:<component>]*
-                 alg: fw | cal | swc | sl (+ sl.s, its running sum) | tb.<period_ms> | lb.<period_ms> | cc
+                 alg: fw | cal | swc | sl (+ sl.s, its running sum) | tb.<period_ms> | lb.<period_ms> | cc | st
                  component: c=<customer> | r=<resource> | i=<ip> | a.<attr>=<value> | a.<attr>- (absent)
                  tag: c=<customer> when keyed by customer, else i=<ip>, else n=<limit name>
                  (per-customer hash tag; global and per-IP limits get a tag of their own).
@@ -23,6 +23,9 @@ customer, resource or attribute value, and two different values never share a ke
 A lease id is `<b64 counter key without prefix>.<b64 customer>.<random>`; the lease's member in the
 concurrency set is `<b64 customer>.<random>`, so editing the customer part names a member that
 does not exist, and a decoded key is accepted only if it is a concurrency counter key.
+
+    lease record <prefix>:l:{<tag of its concurrency key>}:<member>   string, what renewing and releasing the lease
+                 need (store/sessions.py); TTL until the lease expires
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ ALGORITHM_CODES = {
     "token_bucket": "tb",
     "leaky_bucket": "lb",
     "concurrency": "cc",
+    "session_time": "st",
 }
 IDEMPOTENCY_TTL_MS = 600_000
 USAGE_TTL_MS = 2 * 86_400_000
@@ -128,8 +132,9 @@ class KeyLayout:
     """Builds every key of one store from its prefix (the prefix is never shared with other data)."""
 
     def __init__(self, prefix: str) -> None:
-        if not prefix or any(char in prefix for char in "{}"):
-            raise InvalidCheck("a key prefix must be non-empty and contain no braces")
+        # No newline either: lease records separate keys with newlines (store/sessions.py).
+        if not prefix or any(char in prefix for char in "{}\n"):
+            raise InvalidCheck("a key prefix must be non-empty and contain no braces or newlines")
         self.prefix = prefix
         # id(spec) -> (spec, compiled): hashing a LimitSpec costs more than building its key.
         self._specs: dict[int, tuple[LimitSpec, _Compiled]] = {}
@@ -222,6 +227,11 @@ class KeyLayout:
         owner = _b64(customer)
         member = f"{owner}.{secrets.token_hex(16)}"
         return f"{_b64(counter_key[len(self.prefix) + 1 :])}.{member}", member
+
+    def lease_record_key(self, counter_key: str, member: str) -> str:
+        """The record of the lease `member` holds on concurrency `counter_key`, in the same hash tag."""
+        tag = counter_key[counter_key.index("{") : counter_key.index("}") + 1]
+        return f"{self.prefix}:l:{tag}:{member}"
 
     def lease_target(self, lease_id: str) -> tuple[str, str] | None:
         """(counter key, member) named by a lease id, or None if the id is malformed or not a lease."""

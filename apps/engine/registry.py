@@ -16,6 +16,7 @@ from apps.engine.reference import (
     concurrency,
     fixed_window,
     leaky_bucket,
+    session_time,
     sliding_log,
     sliding_window,
     token_bucket,
@@ -67,5 +68,6 @@ ALGORITHMS: dict[str, Algorithm] = {
         _algorithm("token_bucket", token_bucket, "meter.lua", "token_bucket.lua"),
         _algorithm("leaky_bucket", leaky_bucket, "meter.lua", "leaky_bucket.lua"),
         _algorithm("concurrency", concurrency, "concurrency.lua"),
+        _algorithm("session_time", session_time, "session_time.lua"),
     )
 }

@@ -17,7 +17,19 @@ SLIDING_LOG = "sliding_log"
 TOKEN_BUCKET = "token_bucket"  # noqa: S105 -- an algorithm name, not a credential
 LEAKY_BUCKET = "leaky_bucket"
 CONCURRENCY = "concurrency"
-ALGORITHM_NAMES = (FIXED_WINDOW, CALENDAR, SLIDING_WINDOW, SLIDING_LOG, TOKEN_BUCKET, LEAKY_BUCKET, CONCURRENCY)
+SESSION_TIME = "session_time"
+ALGORITHM_NAMES = (
+    FIXED_WINDOW,
+    CALENDAR,
+    SLIDING_WINDOW,
+    SLIDING_LOG,
+    TOKEN_BUCKET,
+    LEAKY_BUCKET,
+    CONCURRENCY,
+    SESSION_TIME,
+)
+# Spent by leases, not by checks: a plain check only looks at them (admits while a slot or time is left).
+LEASED = (CONCURRENCY, SESSION_TIME)
 BUCKETS = (TOKEN_BUCKET, LEAKY_BUCKET)
 CALENDAR_PERIODS = ("day", "week", "month")
 KEY_FIELDS = ("customer", "resource", "ip")
@@ -32,6 +44,18 @@ BATCH_MODES = ("independent", "atomic")
 
 class InvalidCheck(ValueError):
     """A limit or a check the engine cannot evaluate (raised before anything is counted)."""
+
+
+class SessionTimeSpent(Exception):
+    """A lease renewal refused: a session_time limit the lease counts against has no time left in its window.
+
+    The lease keeps its current expiry. retry_after_ms: when the window ends and a renewal would pass (None
+    when the limit allows no time at all).
+    """
+
+    def __init__(self, retry_after_ms: int | None) -> None:
+        super().__init__(f"session time spent; retry after {retry_after_ms} ms")
+        self.retry_after_ms = retry_after_ms
 
 
 class IdempotencyKeyReused(Exception):
@@ -61,7 +85,8 @@ class LimitSpec:
 
     name: unique among the limits of a check; part of the counter key.
     algorithm: one of ALGORITHM_NAMES.
-    quantity: units admitted per period (buckets: refill/drain rate per period; concurrency: leases).
+    quantity: units admitted per period (buckets: refill/drain rate per period; concurrency: leases;
+        session_time: seconds of lease time per window).
     period_s: the period in whole seconds (every algorithm but calendar and concurrency).
     calendar_period: "day" | "week" | "month" in the customer's time zone (calendar only).
     burst: bucket capacity; defaults to quantity.
@@ -73,7 +98,11 @@ class LimitSpec:
         rebuilt from those records by the store's seeder (durability.py).
 
     A concurrency limit holds leases: lease_acquire takes one slot; in a plain check it only looks
-    (admits while a slot is free) and takes nothing.
+    (admits while a slot is free) and takes nothing. A session_time limit counts the time leases are held:
+    the leases acquired with it among their limits count from acquisition to release or expiry, within
+    fixed windows of period_s; acquiring and renewing are refused once the window's time is spent, and a plain
+    check only looks (admits while time is left). It is never durable: its time is made of live leases, which
+    are not either (reference/session_time.py).
     """
 
     name: str
@@ -102,6 +131,10 @@ class LimitSpec:
             not self.durable or self.can_be_durable,
             f"limit {self.name!r}: only calendar quotas and windows, logs or buckets of a minute or longer are durable",
         )
+        _require(
+            self.algorithm != SESSION_TIME or self.quantity * 1000 <= MAX_SAFE_INT,
+            f"limit {self.name!r}: quantity (seconds) x 1000 must stay below 2**53",
+        )
         if self.algorithm in BUCKETS:
             self._check_bucket()
         else:
@@ -129,8 +162,8 @@ class LimitSpec:
 
     @property
     def can_be_durable(self) -> bool:
-        """Calendar quotas, and every algorithm but concurrency with a period of a minute or longer."""
-        return self.algorithm == CALENDAR or (self.algorithm != CONCURRENCY and self.period_ms >= MINUTE_MS)
+        """Calendar quotas, and every algorithm but the leased ones with a period of a minute or longer."""
+        return self.algorithm == CALENDAR or (self.algorithm not in LEASED and self.period_ms >= MINUTE_MS)
 
     @property
     def period_ms(self) -> int:

@@ -144,13 +144,14 @@ def test_a_batch_reads_back_as_its_plans_with_shared_counters_defined_once() -> 
     assert items[2].descriptor is None
 
 
-def test_a_lease_sends_its_member_ttl_and_lease_id() -> None:
+def test_a_lease_sends_its_payload_ttl_and_lease_id() -> None:
     leased = plan(CheckItem("acct-1", "Op", request_id="r"), SLOTS, MINUTE, lease_ms=30_000)
     keys, argv, _ = encode([leased], False, "", "t:ui:")
     [item] = read(keys, argv)[1]
 
     assert leased.lease is not None
-    assert item.lease == leased.lease
+    assert item.lease == (leased.lease_payload(), leased.lease[1])  # the member first (concurrency.lua)
+    assert item.lease[0].split("\n")[:3] == [leased.lease[0], leased.lease_record_key, "t:u:{c=acct-1}:Op:"]
     assert (item.descriptor or "").startswith(f"{leased.lease_id}|")
     assert keys[0] == "t:i:{c=acct-1}:r"  # the idempotency key comes before the item's counters
 

@@ -22,11 +22,15 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, LimitSpec, ManualClock, MemoryStore
 from apps.engine.store.redis import RedisStore
+from apps.engine.types import SessionTimeSpent
 from tests.engine import invariants
 from tests.engine.invariants import Admitted
 
 HOUR = 3_600_000
 T = TypeVar("T")
+LEASED = ("concurrency", "session_time")
+# session_time runs: the slot every lease takes, with the session_time limit checked in the same step.
+SLOTS = LimitSpec("slots", "concurrency", 3, key_by=("customer",))
 STARTS = [
     1_705_276_800_000,  # 2024-01-15T00:00Z
     1_711_827_000_000,  # 2024-03-30T19:30Z, hours before Europe/Berlin springs forward
@@ -49,6 +53,8 @@ def answer(call: Callable[[], T]) -> T | tuple[str, tuple[int, ...]]:
         return call()
     except IdempotencyKeyReused as reused:
         return ("reused", reused.indexes)
+    except SessionTimeSpent as spent:
+        return ("spent", (-1 if spent.retry_after_ms is None else spent.retry_after_ms,))
 
 
 def limit_strategy(algorithm: str) -> st.SearchStrategy[LimitSpec]:
@@ -74,6 +80,8 @@ def step_strategy(spec: LimitSpec) -> st.SearchStrategy[int]:
     if spec.algorithm == "calendar":
         return st.sampled_from([0, 1, 60_000, HOUR, 5 * HOUR, 23 * HOUR, 24 * HOUR, 7 * 24 * HOUR])
     period = spec.period_ms or 10_000
+    if spec.algorithm == "session_time":  # mostly whole seconds, so the time held meets the limit exactly
+        return st.sampled_from([0, 500, 1_000, 1_000, 2_000, period]) | st.integers(0, 1_500)
     return st.integers(0, 300) | st.integers(0, period + period // 2) | st.sampled_from([period, 2 * period, 1])
 
 
@@ -117,7 +125,7 @@ class EngineComparison(RuleBasedStateMachine):
         )
 
     def record(self, item: CheckItem, decision: Decision) -> None:
-        if decision.allowed and not decision.replayed and not item.dry_run and self.algorithm != "concurrency":
+        if decision.allowed and not decision.replayed and not item.dry_run and self.algorithm not in LEASED:
             self.admitted[item.customer].append(Admitted(self.memory_clock.now_ms(), item.cost_of("requests")))
 
     @rule(data=st.data())
@@ -172,13 +180,15 @@ class EngineComparison(RuleBasedStateMachine):
 
     @rule(customer=st.sampled_from(["a", "b"]), ttl_s=st.integers(1, 20))
     def acquire(self, customer: str, ttl_s: int) -> None:
-        if self.algorithm != "concurrency":
+        if self.algorithm not in LEASED:
             return
         item = self.item(customer, 1)
-        expected = self.memory.lease_acquire(item, self.spec, ttl_s)
-        got = self.redis.lease_acquire(item, self.spec, ttl_s)
+        slot, others = (self.spec, []) if self.algorithm == "concurrency" else (SLOTS, [self.spec])
+        expected = self.memory.lease_acquire(item, slot, ttl_s, others)
+        got = self.redis.lease_acquire(item, slot, ttl_s, others)
         assert (got[0], got[1] is None, got[2]) == (expected[0], expected[1] is None, expected[2])
         if expected[1] is not None:
+            self.session_time_was_left(customer)
             self.leases.append((got[1], expected[1]))
             self.spans.append((customer, [self.memory_clock.now_ms(), expected[2]]))
 
@@ -196,10 +206,27 @@ class EngineComparison(RuleBasedStateMachine):
             self.memory.lease_release(memory_id)
             self.spans[index][1][1] = min(self.spans[index][1][1], now)
             return
-        expected = self.memory.lease_renew(memory_id, ttl_s)
-        assert self.redis.lease_renew(redis_id, ttl_s) == expected
-        if expected is not None:
+        expected = answer(lambda: self.memory.lease_renew(memory_id, ttl_s))
+        assert answer(lambda: self.redis.lease_renew(redis_id, ttl_s)) == expected
+        if isinstance(expected, int):
+            self.session_time_was_left(self.spans[index][0])
             self.spans[index][1][1] = expected
+
+    def session_time_was_left(self, customer: str) -> None:
+        """A lease granted or renewed now: the customer's sessions held less than the window's time so far."""
+        if self.algorithm != "session_time":
+            return
+        now, period = self.memory_clock.now_ms(), self.spec.period_ms
+        start = now - now % period
+        held = sum(max(0, min(end, now) - max(begun, start)) for owner, (begun, end) in self.spans if owner == customer)
+        assert held < max(self.quantities) * 1000
+
+    def teardown(self) -> None:
+        if hasattr(self, "redis") and self.algorithm in LEASED:  # session time in usage, minute by minute
+            minutes = self.memory.usage_minutes()
+            assert self.redis.usage_minutes() == minutes
+            for minute in minutes:
+                assert self.redis.usage_rows(minute) == self.memory.usage_rows(minute)
 
     @invariant()
     def admissions_respect_the_algorithm(self) -> None:
@@ -208,9 +235,10 @@ class EngineComparison(RuleBasedStateMachine):
         quantity, capacity = max(self.quantities), max(self.capacities)
         for events in self.admitted.values():
             check_log(self.spec, events, quantity, capacity, self.zone)
+        slots = SLOTS.quantity if self.algorithm == "session_time" else quantity
         for customer in ("a", "b"):
             spans = [(start, end) for owner, (start, end) in self.spans if owner == customer]
-            invariants.assert_concurrency(spans, quantity)
+            invariants.assert_concurrency(spans, slots)
 
 
 def check_log(spec: LimitSpec, events: list[Admitted], quantity: int, capacity: int, zone: str) -> None:
@@ -236,6 +264,7 @@ ALGORITHMS = [
     "token_bucket",
     "leaky_bucket",
     "concurrency",
+    "session_time",
 ]
 
 

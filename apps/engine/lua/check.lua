@@ -8,8 +8,8 @@
 --       [4] the numbers below, packed as little-endian doubles (every one an integer below 2^53, so
 --           exact; one struct.unpack instead of parsing text)
 --       [5..] the strings the numbers name by ARGV index: usage bases ("<prefix>:u:{c=..}:<op>:"),
---           unit names, lease members, descriptors ("<lease id>|<limits JSON>|<fingerprint>", stored with
---           the decision; the fingerprint, 16 hex digits, hashes the request's parameters)
+--           unit names, lease payloads (concurrency.lua), descriptors ("<lease id>|<limits JSON>|<fingerprint>",
+--           stored with the decision; the fingerprint, 16 hex digits, hashes the request's parameters)
 -- numbers: <definition count> <item count>
 --   then one definition per counter: <algorithm (index in CODES)> <key index> <quantity> <period ms>
 --     <capacity> <shadow 0|1> <durability> <seed> <bound count> <calendar window bound ms>*
@@ -18,7 +18,7 @@
 --     lost what was spent, so ask. seed: 0 none, else the ARGV index of "<ttl ms>|<state>", the counter
 --     rebuilt from its records, written while the counter is still missing (apps/engine/store/seeds.py) when
 --     an item that is not a dry run names it; a counter only dry runs name is answered from it unwritten
---   then per item: <usage base> <lease member (0 = none)> <descriptor (0 = none)> <idempotency key index
+--   then per item: <usage base> <lease payload (0 = none)> <descriptor (0 = none)> <idempotency key index
 --     (0 = none; sent with a descriptor, also for a dry run, which only reads it)> <dry run 0|1>
 --     <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
 -- Request ids, checked before anything is decided or written: a decision stored less than 10 minutes ago
@@ -331,7 +331,7 @@ local function decide(i)
       local d, cost = N[l + 2 * j - 1], N[l + 2 * j]
       local lim = defs[d]
       local alg, st = ALG[lim.code], cache[lim.key]
-      local leased = j == 1 and lease > 0
+      local leased = lease > 0 and (j == 1 or lim.code == 'st')  -- session_time limits hold the lease too
       if cost > 0 and (row[3 * j + 2] == 0 or leased) then
         alg.apply(st, lim, now, cost, leased and {lease = ARGV[lease], ttl = N[p + 5]} or nil)
         st.lim = lim  -- the state is saved with the parameters of its last change, as in decide.py

@@ -1,7 +1,44 @@
 -- concurrency.lua: KEYS[lim.key] = sorted set of leases, member "<b64 customer>.<random>",
 -- score = expiry ms; a lease counts while its expiry > now. TTL until the last lease expires.
--- A check without a lease only looks (is a slot free?); lease_acquire passes the member to hold.
+-- A check without a lease only looks (is a slot free?); lease_acquire passes the lease's payload
+-- "<member>\n<record key>\n<record body>" (store/sessions.py): the member is held in the set, and the lease's
+-- record ("<start ms>\n<usage index base>\n<record body>", TTL until the lease expires) is written for renewing and releasing it.
+-- Session time in usage: a lease's whole lifetime is booked when it is granted, in the usage hash of each UTC
+-- minute it spans ("session_ms"); renewing books the extension (or gives back a shortening) and releasing
+-- gives back what was booked after now. An expired lease needs nothing: it was booked up to its expiry. Only
+-- minutes from now on move, so a flushed minute is never written again.
 ALG.cc = {}
+local USAGE_KEEP_MS = 172800000  -- as check.lua's USAGE_TTL_MS, counted from the end of the booked minute
+
+-- Add sign * (the part of [from, to) in each minute) to the minutes' usage at `base` (index: "<prefix>:ui:").
+function ALG.cc.book(base, index, now, from, to, sign)
+  local minute = floor(from / 60000)
+  while minute * 60000 < to do
+    local low, high = max(from, minute * 60000), math.min(to, minute * 60000 + 60000)
+    if high > low then
+      local key, set, keep = base .. itos(minute), index .. itos(minute), itos(minute * 60000 + 60000 - now + USAGE_KEEP_MS)
+      call('HINCRBY', key, 'session_ms', itos(sign * (high - low)))
+      call('SADD', set, key)
+      call('PEXPIRE', key, keep)
+      call('PEXPIRE', set, keep)
+    end
+    minute = minute + 1
+  end
+end
+
+-- A lease record "<start>\n<usage index base>\n<usage base>\n(<session_time key>\n<seconds>\n<period ms>\n
+-- <shadow 0|1>\n)*" as {start, index, base, limits = {lim-like tables for session_time.lua}}, or nil.
+function ALG.cc.record(text)
+  if not text then return nil end
+  local fields = {}
+  for line in string.gmatch(text, '[^\n]+') do fields[#fields + 1] = line end
+  local record = {start = tonumber(fields[1]), index = fields[2], base = fields[3], limits = {}}
+  for i = 4, #fields - 3, 4 do
+    record.limits[#record.limits + 1] = {key = fields[i], q = tonumber(fields[i + 1]), per = tonumber(fields[i + 2]),
+      shadow = fields[i + 3] == '1'}
+  end
+  return record
+end
 
 function ALG.cc.load(lim, now)
   local st = {count = call('ZCOUNT', lim.key, '(' .. itos(now), '+inf'), newest = nil, pending = {}, lim = lim,
@@ -27,7 +64,7 @@ end
 function ALG.cc.apply(st, lim, now, cost, lease)
   if not lease then return end
   local expires = now + lease.ttl
-  st.pending[#st.pending + 1] = {expires, lease.lease}
+  st.pending[#st.pending + 1] = {expires, match(lease.lease, '^[^\n]*'), lease.lease}
   st.count = st.count + 1
   st.newest = max(st.newest or expires, expires)
   st.dirty = true
@@ -43,6 +80,12 @@ function ALG.cc.save(st, lim, now)
   call('ZREMRANGEBYSCORE', lim.key, '-inf', itos(now))
   for _, lease in ipairs(st.pending) do
     call('ZADD', lim.key, itos(lease[1]), lease[2])
+    local record_key, body = match(lease[3], '^[^\n]*\n([^\n]*)\n(.*)$')
+    if record_key then
+      -- The usage index base (ARGV[3]) goes with it: a ClusterStore's is in the customer's slot.
+      call('SET', record_key, itos(now) .. '\n' .. ARGV[3] .. '\n' .. body, 'PX', ttl(lease[1] - now))
+      ALG.cc.book(match(body, '^[^\n]*'), ARGV[3], now, now, lease[1], 1)
+    end
   end
   call('PEXPIRE', lim.key, ttl(st.newest - now))
 end

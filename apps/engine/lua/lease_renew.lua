@@ -1,15 +1,49 @@
--- lease_renew.lua: extend a live lease.
--- KEYS[1] = the concurrency set; ARGV[1] = member, ARGV[2] = ttl ms, ARGV[3] = now ms ('' = Redis TIME).
--- Returns the new expiry in ms, or -1 when the lease expired or is unknown (it is not revived).
+-- lease_renew.lua: extend a live lease, unless a session_time limit it counts against has no time left.
+-- Assembled after lib.lua, concurrency.lua and session_time.lua (store/sessions.py).
+-- KEYS[1] = the concurrency set, KEYS[2] = the lease's record (concurrency.lua; absent for a lease taken
+-- before records existed: renewed as before, with no session time).
+-- ARGV[1] = member, ARGV[2] = ttl ms, ARGV[3] = now ms ('' = Redis TIME).
+-- Returns {1, new expiry ms}; {0, 0} when the lease expired or is unknown (it is not revived); {2, retry
+-- after ms (-1 = never)} when an enforced session_time limit of the lease has spent its window: nothing moves.
+-- Renewed, each session of the lease now ends at the new expiry, and usage books the change (concurrency.lua).
 local now = read_now(ARGV[3])
-local score = call('ZSCORE', KEYS[1], ARGV[1])
-if not score then return -1 end
-if tonumber(score) <= now then
-  call('ZREM', KEYS[1], ARGV[1])
-  return -1
+local member = ARGV[1]
+local score = call('ZSCORE', KEYS[1], member)
+if not score then return {0, 0} end
+local old = tonumber(score)
+if old <= now then
+  call('ZREM', KEYS[1], member)
+  return {0, 0}
+end
+local record = ALG.cc.record(call('GET', KEYS[2]))
+local states = {}
+if record then
+  local refused, retry = false, 0
+  for i, lim in ipairs(record.limits) do
+    local st = ALG.st.load(lim, now)
+    states[i] = st
+    local ok, wait = ALG.st.eval(st, lim, now, 1)
+    if not ok and not lim.shadow then
+      refused = true
+      if wait < 0 or retry < 0 then retry = -1 else retry = max(retry, wait) end
+    end
+  end
+  if refused then return {2, retry} end
 end
 local expires = now + tonumber(ARGV[2])
-call('ZADD', KEYS[1], 'XX', itos(expires), ARGV[1])
+call('ZADD', KEYS[1], 'XX', itos(expires), member)
 local last = tonumber(call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
 call('PEXPIRE', KEYS[1], ttl(last - now))
-return expires
+if record then
+  for i, lim in ipairs(record.limits) do
+    ALG.st.hold(states[i], now, member, expires)
+    ALG.st.save(states[i], lim, now)
+  end
+  call('PEXPIRE', KEYS[2], ttl(expires - now))
+  if expires > old then
+    ALG.cc.book(record.base, record.index, now, old, expires, 1)
+  else
+    ALG.cc.book(record.base, record.index, now, expires, old, -1)
+  end
+end
+return {1, expires}

@@ -13,7 +13,8 @@ ARGV:
     [4] the numbers below, packed as little-endian doubles (every one an integer below 2**53, so exact;
         one struct.unpack in the script instead of parsing text)
     [5..] the strings the numbers name by ARGV index: usage bases and unit names (once each), lease
-        members and descriptors (one per item that has one)
+        payloads (plan.ItemPlan.lease_payload: the member, the lease record's key and body) and descriptors
+        (one per item that has one)
 
 The numbers:
     <definition count> <item count>
@@ -25,7 +26,7 @@ The numbers:
         is missing and its look-back began before the epoch, asked for (REBUILT); seed: 0 none, else the
         ARGV index of the rebuilt state to write while the counter is still missing (seeds.py)
     then per item:
-        <usage base> <lease member (0 = none)> <descriptor (0 = none)> <idempotency key index (0 = none)>
+        <usage base> <lease payload (0 = none)> <descriptor (0 = none)> <idempotency key index (0 = none)>
         <dry run 0|1> <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
 
 A descriptor ("<lease id>|<JSON [[name, algorithm, unit, quantity, shadow], ...]>|<fingerprint>") is sent
@@ -150,7 +151,7 @@ class CheckArgs:
         usage = self._string_indexes.get(plan.usage_base) or self._shared_string(plan.usage_base)
         lease = ttl = 0
         if plan.lease is not None:
-            lease, ttl = self._string(plan.lease[0]), plan.lease[1]
+            lease, ttl = self._string(plan.lease_payload()), plan.lease[1]
         descriptor = self._string(item_descriptor(plan)) if idempotency else 0
         return usage, lease, descriptor, idempotency, 1 if dry_run else 0, ttl, len(plan.costs)
 

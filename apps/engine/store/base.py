@@ -27,6 +27,7 @@ class UsageRow:
     shadow_denied: int = 0
     costs: dict[str, int] = field(default_factory=dict)
     records: Records = field(default_factory=dict)
+    session_ms: int = 0  # lease time held in the minute (store/sessions.py)
 
 
 class Store(Protocol):
@@ -52,7 +53,8 @@ class Store(Protocol):
         ...
 
     def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:
-        """Extend a live lease to now + ttl_s; return its new expiry, or None if expired or unknown."""
+        """Extend a live lease to now + ttl_s; return its new expiry, or None if expired or unknown. Raises
+        SessionTimeSpent (nothing moves) when a session_time limit the lease counts against is spent."""
         ...
 
     def lease_release(self, lease_id: str) -> None:
@@ -88,15 +90,16 @@ class Store(Protocol):
 
 def usage_row(layout: KeyLayout, key: str, counters: dict[str, int]) -> UsageRow:
     """The UsageRow of usage hash `key` holding `counters` (allowed, denied, shadow_denied, cost:<unit>,
-    and record fields). A usage hash of another tag than a customer's (a Redis Cluster slot's part of a check,
-    store/slots.py) only holds records: its row has no customer and no counts."""
+    session_ms, and record fields). A usage hash of another tag than a customer's (a Redis Cluster slot's part
+    of a check, store/slots.py) only holds records: its row has no customer and no counts."""
     if layout.is_away_usage_key(key):
         operation, minute = layout.parse_away_usage_key(key)
         return UsageRow("", operation, minute, records=_records(layout, counters))
     customer, operation, minute = layout.parse_usage_key(key)
     costs = {name[5:]: amount for name, amount in counters.items() if name.startswith("cost:")}
     allowed, denied, shadow = (counters.get(name, 0) for name in ("allowed", "denied", "shadow_denied"))
-    return UsageRow(customer, operation, minute, allowed, denied, shadow, costs, _records(layout, counters))
+    records, session_ms = _records(layout, counters), counters.get("session_ms", 0)
+    return UsageRow(customer, operation, minute, allowed, denied, shadow, costs, records, session_ms)
 
 
 def _records(layout: KeyLayout, counters: dict[str, int]) -> Records:

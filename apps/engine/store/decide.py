@@ -10,7 +10,7 @@
    limits that did not (None if one never can). Each state's admission is monotone in time, so
    that maximum is exactly the earliest time all admit.
 3. An admitted, non-dry item consumes on every limit that admitted it (shadow limits that would
-   reject consume nothing; the leased limit always holds its lease).
+   reject consume nothing; the leased limit always holds its lease, and so do the item's session_time limits).
 4. Atomic batches: if any item is rejected, nothing is consumed and every item is rejected with the
    batch's retry_after: per key, the most the batch needs at once, evaluated on the stored state.
 5. Usage: allowed (+ costs, + shadow_denied when a shadow limit was over, + what it spent on each durable
@@ -28,7 +28,7 @@ from apps.engine.durability import record_bucket, record_field
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.plan import ItemPlan, LimitPlan
-from apps.engine.types import CONCURRENCY, Decision, IdempotencyKeyReused, LimitResult
+from apps.engine.types import CONCURRENCY, SESSION_TIME, Decision, IdempotencyKeyReused, LimitResult
 
 Report = tuple[int, int]
 
@@ -125,7 +125,7 @@ class _Batch:
     def _apply(self, plan: ItemPlan, index: int, state: Any, params: Params, ok: bool) -> Report:
         limit = plan.limits[index]
         model = ALGORITHMS[limit.spec.algorithm].model
-        leased = index == 0 and plan.lease is not None
+        leased = plan.lease is not None and (index == 0 or limit.spec.algorithm == SESSION_TIME)
         if limit.cost > 0 and (ok or leased):
             state = model.consume(state, params, self.now, limit.cost, plan.lease if leased else None)
             self.working[limit.keys[0]] = (state, params, limit.spec.algorithm)

@@ -18,7 +18,9 @@ from apps.engine.durability import History, lookback_start, rebuild
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS, KeyLayout
 from apps.engine.names import MemoryNameBudget
 from apps.engine.reference import concurrency
+from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
+from apps.engine.store import sessions
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Effects, Outcome, Remembered, decide, request_slots
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
@@ -39,7 +41,8 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._states: dict[str, tuple[Any, int]] = {}
         self._remembered: dict[str, tuple[Remembered, int]] = {}
-        self._usage: dict[int, dict[str, dict[str, int]]] = {}
+        self._usage: sessions.Usage = {}
+        self._leases: dict[str, tuple[sessions.LeaseRecord, int]] = {}  # record key -> (record, lease expiry)
         self._writes = 0
         self._names = MemoryNameBudget(clock=self._clock)
 
@@ -61,32 +64,55 @@ class MemoryStore:
     ) -> tuple[Decision, str | None, int]:
         """Take a slot of concurrency `limit` (see Store.lease_acquire)."""
         plan = plan_item(self._layout, item, [limit, *others], self._clock.now_ms(), lease_ttl_ms(ttl_s))
-        outcome = self._run([plan], False)[0]
+        outcome = self._run([plan], False, self._lease_granted)[0]
         return outcome.decision, outcome.lease_id, outcome.lease_expires
 
+    def _lease_granted(self, plan: ItemPlan, outcome: Outcome, now: int) -> None:
+        """Under the lock, as check.lua's concurrency.lua does: the lease's record, its lifetime booked in usage."""
+        if outcome.lease_id is None:
+            return
+        record = sessions.record_of(plan, now)
+        self._leases[plan.lease_record_key] = (record, outcome.lease_expires)
+        sessions.book(self._usage, plan.usage_base, now, outcome.lease_expires, 1)
+
     def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:
-        """Extend a live lease (see Store.lease_renew)."""
+        """Extend a live lease (see Store.lease_renew; sessions.renew)."""
         ttl_ms = lease_ttl_ms(ttl_s)
         target = self._layout.lease_target(lease_id)
         if target is None:
             return None
-        key, member = target
+        record_key = self._layout.lease_record_key(*target)
         with self._lock:
             now = self._clock.now_ms()
-            state, expires = concurrency.renew(self._read(key, now), now, member, ttl_ms)
-            self._store(key, state, concurrency.expires_at(state, None, now), now)  # type: ignore[arg-type]
+            record = self._lease_record(record_key, now)
+            expires = sessions.renew(record, *self._access(now), self._usage, target, now, ttl_ms)
+            if record is not None and expires is not None:
+                self._leases[record_key] = (record, expires)
         return expires
 
     def lease_release(self, lease_id: str) -> None:
-        """Give a lease back (see Store.lease_release)."""
+        """Give a lease back (see Store.lease_release; sessions.release)."""
         target = self._layout.lease_target(lease_id)
         if target is None:
             return
-        key, member = target
+        record_key = self._layout.lease_record_key(*target)
         with self._lock:
             now = self._clock.now_ms()
-            state = concurrency.release(self._read(key, now), now, member)
-            self._store(key, state, concurrency.expires_at(state, None, now), now)  # type: ignore[arg-type]
+            record = self._lease_record(record_key, now)
+            sessions.release(record, *self._access(now), self._usage, target, now)
+            self._leases.pop(record_key, None)
+
+    def _lease_record(self, key: str, now: int) -> sessions.LeaseRecord | None:
+        held = self._leases.get(key)
+        return held[0] if held is not None and held[1] > now else None
+
+    def _access(self, now: int) -> tuple[sessions.Read, sessions.Write]:
+        """Read and write states at `now` (for sessions.renew and sessions.release)."""
+
+        def write(key: str, state: Any, params: Params, algorithm: str) -> None:
+            self._store(key, state, ALGORITHMS[algorithm].model.expires_at(state, params, now), now)
+
+        return (lambda key: self._read(key, now)), write
 
     def names_admit(self, service: str, names: Sequence[str], per_day: int) -> list[bool]:
         """See Store.names_admit."""
@@ -142,13 +168,19 @@ class MemoryStore:
             now = self._clock.now_ms()
             return sum(len(concurrency.live(self._read(key, now), now)) for key in keys)
 
-    def _run(self, plans: list[ItemPlan], atomic: bool) -> list[Outcome]:
+    def _run(
+        self, plans: list[ItemPlan], atomic: bool, granted: Callable[[ItemPlan, Outcome, int], None] | None = None
+    ) -> list[Outcome]:
         with self._lock:
             now = self._clock.now_ms()
             requests = request_slots(plans, lambda key: self._recall(key, now))  # may refuse: nothing written
             lent = self._rebuild_missing(plans, now) if self._seeder is not None else {}
             outcomes, effects = decide(plans, atomic, now, lambda key: self._read_lent(key, now, lent), requests)
             self._commit(effects, now)
+            if granted is not None:
+                for plan, outcome in zip(plans, outcomes, strict=True):
+                    if not outcome.decision.replayed:
+                        granted(plan, outcome, now)
         return outcomes
 
     def _rebuild_missing(self, plans: list[ItemPlan], now: int) -> dict[str, Any]:
@@ -216,5 +248,6 @@ class MemoryStore:
     def _sweep(self, now: int) -> None:
         self._states = {key: held for key, held in self._states.items() if held[1] > now}
         self._remembered = {key: held for key, held in self._remembered.items() if held[1] > now}
+        self._leases = {key: held for key, held in self._leases.items() if held[1] > now}
         oldest = (now - USAGE_TTL_MS) // MINUTE_MS
         self._usage = {minute: rows for minute, rows in self._usage.items() if minute >= oldest}

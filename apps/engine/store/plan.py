@@ -10,7 +10,17 @@ from dataclasses import dataclass
 from apps.engine.keys import KeyLayout
 from apps.engine.reference import calendar
 from apps.engine.reference.base import Params
-from apps.engine.types import BATCH_MODES, CALENDAR, CONCURRENCY, REQUESTS, CheckItem, InvalidCheck, LimitSpec
+from apps.engine.types import (
+    BATCH_MODES,
+    CALENDAR,
+    CONCURRENCY,
+    LEASED,
+    REQUESTS,
+    SESSION_TIME,
+    CheckItem,
+    InvalidCheck,
+    LimitSpec,
+)
 
 
 @dataclass(slots=True)
@@ -42,6 +52,29 @@ class ItemPlan:
     lease: tuple[str, int] | None = None
     lease_id: str | None = None
     fingerprint: str = ""  # items with a request id: request_fingerprint
+    lease_record_key: str = ""  # leases: where the lease's record goes (keys.py, store/sessions.py)
+
+    def lease_payload(self) -> str:
+        """What check.lua's fragments receive for a lease: "<member>\n<record key>\n<record body>"."""
+        if self.lease is None:
+            return ""
+        return f"{self.lease[0]}\n{self.lease_record_key}\n{record_body(self)}"
+
+    def session_limits(self) -> tuple[LimitPlan, ...]:
+        """The session_time limits the lease of this item counts against."""
+        return tuple(limit for limit in self.limits if limit.spec.algorithm == SESSION_TIME)
+
+
+def record_body(plan: ItemPlan) -> str:
+    """A lease record without its start: "<usage base>\n(<key>\n<seconds>\n<period ms>\n<shadow 0|1>\n)*".
+
+    Renewing and releasing the lease read it (lua/lease_renew.lua, lease_release.lua): a renewal is judged by
+    the session_time limits as they were when the lease was acquired.
+    """
+    lines = [plan.usage_base]
+    for limit in plan.session_limits():
+        lines += (limit.keys[0], str(limit.spec.quantity), str(limit.spec.period_ms), str(int(limit.spec.shadow)))
+    return "\n".join(lines) + "\n"
 
 
 _ONE_REQUEST = ((REQUESTS, 1),)
@@ -74,7 +107,7 @@ def request_fingerprint(item: CheckItem, costs: tuple[tuple[str, int], ...], lea
 
 def _limit_plan(layout: KeyLayout, item: CheckItem, spec: LimitSpec, now_hint: int) -> LimitPlan:
     keys = layout.counter_keys(spec, item)
-    if spec.algorithm == CONCURRENCY:
+    if spec.algorithm in LEASED:  # a check only looks; a lease holds
         return LimitPlan(spec, keys, 1)
     cost = item.costs.get(spec.unit, 1 if spec.unit == REQUESTS else 0) if item.costs else int(spec.unit == REQUESTS)
     counter = layout.counter_id(keys[0]) if spec.durable else ""
@@ -99,6 +132,7 @@ def plan_item(
             raise InvalidCheck("a lease needs a positive ttl")
         plan.lease_id, member = layout.new_lease(plans[0].keys[0], item.customer)
         plan.lease = (member, lease_ms)
+        plan.lease_record_key = layout.lease_record_key(plans[0].keys[0], member)
     if plan.idem_key is not None:
         plan.fingerprint = request_fingerprint(item, plan.costs, lease_ms)
     return plan

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from importlib import resources
 from typing import Any
 
 import redis
@@ -37,6 +36,7 @@ from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Outcome
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.store.seeds import seed_text
+from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases, lua
 from apps.engine.types import (
     BatchMode,
     CheckItem,
@@ -52,11 +52,6 @@ Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
 MAX_SEED_CALLS = 3
 
 
-def _lua(*names: str) -> str:
-    folder = resources.files("apps.engine") / "lua"
-    return "\n".join((folder / name).read_text(encoding="utf-8") for name in names)
-
-
 def _check_script(body: str = "check.lua") -> str:
     """lib.lua, CODES, define(code) running each algorithm's fragments on first use, then check.lua (or `body`).
 
@@ -65,14 +60,13 @@ def _check_script(body: str = "check.lua") -> str:
     """
     codes = ", ".join(f"'{ALGORITHM_CODES[name]}'" for name in ALGORITHM_NUMBERS)
     branches = "\nelse".join(
-        f"if code == '{algorithm.code}' then\n{_lua(*algorithm.fragments)}\n" for algorithm in ALGORITHMS.values()
+        f"if code == '{algorithm.code}' then\n{lua(*algorithm.fragments)}\n" for algorithm in ALGORITHMS.values()
     )
     define = f"define = function(code)\n{branches}\nend\nend"
-    return "\n".join([_lua("lib.lua"), f"local CODES = {{{codes}}}", define, _lua(body)])
+    return "\n".join([lua("lib.lua"), f"local CODES = {{{codes}}}", define, lua(body)])
 
 
 CHECK_SCRIPT = _check_script()
-RENEW_SCRIPT = _lua("lib.lua", "lease_renew.lua")
 
 
 def _text(value: bytes | str) -> str:
@@ -101,7 +95,7 @@ class RedisStore:
         self._epoch_key = self._layout.epoch_key() if seeder is not None else None
         self._hint: Clock = clock or SystemClock()
         self._check = client.register_script(CHECK_SCRIPT)
-        self._renew = client.register_script(RENEW_SCRIPT)
+        self._leases = RedisLeases(client, self._layout, self._now_arg)
         self._index_base = f"{key_prefix}:ui:"
         self._names = RedisNameBudget(client, key_prefix=key_prefix, clock=self._hint)
 
@@ -111,8 +105,8 @@ class RedisStore:
 
     def load_scripts(self) -> None:
         """Load the scripts now (optional warm-up; calls load them on demand otherwise)."""
-        self._client.script_load(CHECK_SCRIPT)
-        self._client.script_load(RENEW_SCRIPT)
+        for script in (CHECK_SCRIPT, RENEW_SCRIPT, RELEASE_SCRIPT):
+            self._client.script_load(script)
 
     def check(self, item: CheckItem, limits: Sequence[LimitSpec]) -> Decision:
         """Decide one check against `limits` in one round trip (see Store.check)."""
@@ -138,20 +132,12 @@ class RedisStore:
         return outcome.decision, outcome.lease_id, outcome.lease_expires
 
     def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:
-        """Extend a live lease in one round trip (see Store.lease_renew)."""
-        ttl_ms = lease_ttl_ms(ttl_s)
-        target = self._layout.lease_target(lease_id)
-        if target is None:
-            return None
-        key, member = target
-        expires = int(self._renew(keys=[key], args=[member, ttl_ms, self._now_arg()]))
-        return None if expires < 0 else expires
+        """Extend a live lease in one round trip (see Store.lease_renew; store/sessions.py)."""
+        return self._leases.renew(lease_id, lease_ttl_ms(ttl_s))
 
     def lease_release(self, lease_id: str) -> None:
-        """Give a lease back with one ZREM (see Store.lease_release)."""
-        target = self._layout.lease_target(lease_id)
-        if target is not None:
-            self._client.zrem(target[0], target[1])
+        """Give a lease back in one round trip (see Store.lease_release; store/sessions.py)."""
+        self._leases.release(lease_id)
 
     def usage_minutes(self) -> list[int]:
         """Minutes with usage waiting (see Store.usage_minutes)."""

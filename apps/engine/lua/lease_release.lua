@@ -1,0 +1,21 @@
+-- lease_release.lua: give a lease back (idempotent). Assembled like lease_renew.lua.
+-- KEYS[1] = the concurrency set, KEYS[2] = the lease's record; ARGV[1] = member, ARGV[2] = now ms ('' = Redis
+-- TIME). A live lease's sessions end now (their time in the window stays spent)
+-- and usage gives back what was booked after now; an expired one was counted up to its expiry already.
+-- Returns 1 when a live lease was released, else 0.
+local now = read_now(ARGV[2])
+local member = ARGV[1]
+local score = call('ZSCORE', KEYS[1], member)
+if not score then return 0 end
+call('ZREM', KEYS[1], member)
+local record = ALG.cc.record(call('GET', KEYS[2]))
+if record then call('DEL', KEYS[2]) end
+local old = tonumber(score)
+if old <= now or not record then return old > now and 1 or 0 end
+for _, lim in ipairs(record.limits) do
+  local st = ALG.st.load(lim, now)
+  ALG.st.close(st, now, member)
+  ALG.st.save(st, lim, now)
+end
+ALG.cc.book(record.base, record.index, now, now, old, -1)
+return 1

@@ -1,0 +1,156 @@
+"""Leases as sessions: their records, their renewal and release, and session time in usage.
+
+A lease granted by check.lua (or decide.py) gets a *record* (keys.py: `<prefix>:l:{<tag>}:<member>`, TTL
+until the lease expires): when it started, the usage of its customer x operation, and the session_time
+limits it counts against (key, seconds, period, shadow) as they were when it was acquired. Renewing and
+releasing read it, so they need nothing but the lease id, and stay one round trip (lua/lease_renew.lua,
+lua/lease_release.lua).
+
+Session time in usage ("session_ms" per customer x operation x UTC minute): a lease's lifetime is booked when
+it is granted, split over the minutes it spans; a renewal books its extension (or gives back a shortening),
+a release gives back the part after now. So an expired lease (a crashed holder) is counted up to its expiry
+without anyone seeing it expire, and only minutes from now on ever move: a flushed minute stays exact.
+
+RedisLeases runs the two scripts; the functions below are the same steps on reference states, for MemoryStore.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import redis
+
+from apps.engine.keys import MINUTE_MS, KeyLayout
+from apps.engine.reference import concurrency, session_time
+from apps.engine.reference.base import Params
+from apps.engine.store.plan import ItemPlan
+from apps.engine.types import SessionTimeSpent
+
+SESSION_MS = "session_ms"  # the usage field
+RENEWED, UNKNOWN, SPENT = 1, 0, 2  # the first number of lease_renew.lua's answer
+
+
+def lua(*names: str) -> str:
+    """The text of apps/engine/lua/<names>, joined."""
+    folder = resources.files("apps.engine") / "lua"
+    return "\n".join((folder / name).read_text(encoding="utf-8") for name in names)
+
+
+RENEW_SCRIPT = lua("lib.lua", "concurrency.lua", "session_time.lua", "lease_renew.lua")
+RELEASE_SCRIPT = lua("lib.lua", "concurrency.lua", "session_time.lua", "lease_release.lua")
+
+
+class RedisLeases:
+    """Renewing and releasing leases on Redis, one EVALSHA each. now: None = Redis server time."""
+
+    def __init__(self, client: redis.Redis, layout: KeyLayout, now: Callable[[], int | str]) -> None:
+        self._layout = layout
+        self._now = now
+        self._renew = client.register_script(RENEW_SCRIPT)
+        self._release = client.register_script(RELEASE_SCRIPT)
+
+    def renew(self, lease_id: str, ttl_ms: int) -> int | None:
+        """See Store.lease_renew; raises SessionTimeSpent when a session_time limit of the lease is spent."""
+        target = self._layout.lease_target(lease_id)
+        if target is None:
+            return None
+        key, member = target
+        keys = [key, self._layout.lease_record_key(key, member)]
+        kind, value = (int(n) for n in self._renew(keys=keys, args=[member, ttl_ms, self._now()]))
+        if kind == SPENT:
+            raise SessionTimeSpent(None if value < 0 else value)
+        return value if kind == RENEWED else None
+
+    def release(self, lease_id: str) -> None:
+        """See Store.lease_release."""
+        target = self._layout.lease_target(lease_id)
+        if target is not None:
+            key, member = target
+            keys = [key, self._layout.lease_record_key(key, member)]
+            self._release(keys=keys, args=[member, self._now()])
+
+
+# --- The same on reference states (MemoryStore) ---------------------------------------------------------
+
+# minute -> usage base -> field -> amount, as MemoryStore keeps usage.
+Usage = dict[int, dict[str, dict[str, int]]]
+# Read a state by key (None when missing) and write one (state, params, algorithm) back.
+Read = Callable[[str], Any]
+Write = Callable[[str, Any, Params, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLimit:
+    key: str
+    params: Params
+    shadow: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """What a lease's record holds (see the module docstring)."""
+
+    start: int
+    usage_base: str
+    limits: tuple[SessionLimit, ...]
+
+
+def record_of(plan: ItemPlan, now: int) -> LeaseRecord:
+    """The record of the lease `plan` was granted at `now`."""
+    limits = tuple(SessionLimit(limit.keys[0], limit.params(now), limit.spec.shadow) for limit in plan.session_limits())
+    return LeaseRecord(now, plan.usage_base, limits)
+
+
+def book(usage: Usage, base: str, start: int, end: int, sign: int) -> None:
+    """Add sign x (the part of [start, end) in each UTC minute) to the minutes' session_ms at `base`."""
+    minute = start // MINUTE_MS
+    while minute * MINUTE_MS < end:
+        part = min(end, (minute + 1) * MINUTE_MS) - max(start, minute * MINUTE_MS)
+        if part > 0:
+            counters = usage.setdefault(minute, {}).setdefault(base, {})
+            counters[SESSION_MS] = counters.get(SESSION_MS, 0) + sign * part
+        minute += 1
+
+
+def renew(
+    record: LeaseRecord | None, read: Read, write: Write, usage: Usage, target: tuple[str, str], now: int, ttl_ms: int
+) -> int | None:
+    """lease_renew.lua on reference states: the new expiry, None when the lease is gone; raises SessionTimeSpent."""
+    key, member = target
+    held = concurrency.live(read(key), now)
+    old = next((expires for expires, name in held if name == member), None)
+    if old is None:
+        write(key, held, Params(0, 0, 0), "concurrency")
+        return None
+    limits = record.limits if record is not None else ()
+    refusals = [session_time.evaluate(read(limit.key), limit.params, now, 1) for limit in limits if not limit.shadow]
+    waits = [wait for ok, wait in refusals if not ok]
+    if waits:
+        raise SessionTimeSpent(None if None in waits else max(wait for wait in waits if wait is not None))
+    state, _ = concurrency.renew(held, now, member, ttl_ms)
+    write(key, state, Params(0, 0, 0), "concurrency")
+    expires = now + ttl_ms
+    for limit in limits:
+        write(limit.key, session_time.renew(read(limit.key), limit.params, now, member, expires), limit.params,
+              "session_time")  # fmt: skip
+    if record is not None:
+        book(usage, record.usage_base, *((old, expires, 1) if expires > old else (expires, old, -1)))
+    return expires
+
+
+def release(
+    record: LeaseRecord | None, read: Read, write: Write, usage: Usage, target: tuple[str, str], now: int
+) -> None:
+    """lease_release.lua on reference states."""
+    key, member = target
+    old = next((expires for expires, name in concurrency.live(read(key), now) if name == member), None)
+    write(key, concurrency.release(read(key), now, member), Params(0, 0, 0), "concurrency")
+    if old is None or record is None:
+        return
+    for limit in record.limits:
+        write(limit.key, session_time.release(read(limit.key), limit.params, now, member), limit.params,
+              "session_time")  # fmt: skip
+    book(usage, record.usage_base, now, old, -1)
