@@ -50,7 +50,8 @@ class LimitAdminForm(forms.ModelForm):
             "plan": "Empty: every customer. Otherwise only customers on this plan.",
             "algorithm": "Calendar counts per day, week or month in the customer's time zone; the others count "
             "over period seconds. Token and leaky buckets admit bursts up to their burst; concurrency counts "
-            "leases held at once.",
+            "leases held at once; session time counts the seconds leases are held per period (unit: seconds), "
+            "refusing to acquire or renew a lease once they are spent.",
             "key_by": 'A JSON list, e.g. ["customer", "resource"] or ["ip"] or ["customer", "attr:stream"]. '
             "[] = one global counter.",
             "match": 'A JSON object of attribute name → value, e.g. {"ScalingType": "UniformScaling"}. '

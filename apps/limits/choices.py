@@ -21,9 +21,12 @@ class Algorithm(models.TextChoices):
     TOKEN_BUCKET = "token_bucket", "token bucket"
     LEAKY_BUCKET = "leaky_bucket", "leaky bucket"
     CONCURRENCY = "concurrency", "concurrency"
+    SESSION_TIME = "session_time", "session time"
 
 
 BUCKET_ALGORITHMS = (Algorithm.TOKEN_BUCKET, Algorithm.LEAKY_BUCKET)
+# The seconds a session_time limit counts are its unit.
+SESSION_TIME_UNIT = "seconds"
 # Algorithms whose counters can be counted hybrid (seed 004: window counts exchanged between instances).
 HYBRID_ALGORITHMS = (Algorithm.FIXED_WINDOW, Algorithm.CALENDAR, Algorithm.SLIDING_WINDOW)
 # Below this a hybrid interval saves little over asking Redis on every check.

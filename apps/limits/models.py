@@ -16,6 +16,7 @@ from apps.limits.choices import (
     BUCKET_ALGORITHMS,
     HYBRID_ALGORITHMS,
     MIN_SYNC_MS,
+    SESSION_TIME_UNIT,
     Algorithm,
     CalendarPeriod,
     Mode,
@@ -133,6 +134,10 @@ class Limit(TimeStampedModel):
             errors.append(("unit", "The unit must be a short name such as requests, records or bytes."))
         if self.algorithm == Algorithm.CONCURRENCY and self.unit != "requests":
             errors.append(("unit", "A concurrency limit counts leases; its unit must be requests."))
+        if self.algorithm == Algorithm.SESSION_TIME and self.unit != SESSION_TIME_UNIT:
+            errors.append(
+                ("unit", "A session time limit counts the seconds leases are held; its unit must be seconds.")
+            )
         try:
             validate_string_map(self.match)
         except ValidationError as error:

@@ -48,7 +48,7 @@ operations: [{name: Op}]
     assert caught.value.errors == [
         "limits[0] (name: a): limit: must be at least 1, not 0",
         "limits[1] (name: b): algorithm: “sliding” is not one of fixed_window, calendar, sliding_window, "
-        "sliding_log, token_bucket, leaky_bucket, concurrency",
+        "sliding_log, token_bucket, leaky_bucket, concurrency, session_time",
     ]
 
 
