@@ -2,6 +2,8 @@ from django.db import models
 
 # The counters of every usage row (UsageBucket), in the order reports show them.
 COUNTERS = ("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable")
+# Every summed column: the counters, and the session time measured from lease lifetimes.
+AMOUNTS = (*COUNTERS, "session_ms")
 
 
 class UsageBucket(models.Model):
@@ -11,7 +13,8 @@ class UsageBucket(models.Model):
     must survive a customer or operation being renamed away or deleted.
     Every check the API answered is counted in exactly one of `allowed`, `denied`, `rule_denied` and
     `unavailable`; `shadow_denied` and `degraded` count a part of those again.
-    `costs` holds the admitted cost per unit, e.g. {"requests": 12, "records": 3400}.
+    `costs` holds the admitted cost per unit, e.g. {"requests": 12, "records": 3400}. `session_ms` is the time
+    the customer's leases on the operation were held within the bucket (engine/store/sessions.py).
     """
 
     customer = models.CharField(max_length=200)
@@ -34,6 +37,10 @@ class UsageBucket(models.Model):
         help_text="Checks refused with 503: a limit's failure policy is `closed` and Redis was away; not in denied.",
     )
     costs = models.JSONField(default=dict, blank=True)
+    session_ms = models.PositiveBigIntegerField(
+        default=0,
+        help_text="Milliseconds leases were held in the bucket (measured from their lifetimes, not reported).",
+    )
 
     # Each table gets this manager anyway; declared on the base, code given any of the three can query it.
     objects = models.Manager()

@@ -174,9 +174,14 @@ def _add_rows(minute: int, rows: Sequence[UsageRow], reach: Reach | None) -> Non
     decisions made without the store (decisions.py) may add into the same rows at the same time.
     """
     bucket = minute_start(minute)
-    # A row without a customer only carries records (a Redis Cluster slot's part of a check).
-    usage_minutes_add(rows=[_model_of(bucket, row) for row in rows if row.customer])
+    # A row without a customer only carries records (a Redis Cluster slot's part of a check); one that counts
+    # nothing is a minute a lease was booked into and given back when released early (session_ms netted to 0).
+    usage_minutes_add(rows=[_model_of(bucket, row) for row in rows if row.customer and _counts(row)])
     counter_records_add(records=merged_records([row.records for row in rows]), reach=reach)
+
+
+def _counts(row: UsageRow) -> bool:
+    return bool(row.allowed or row.denied or row.shadow_denied or row.session_ms or any(row.costs.values()))
 
 
 def _model_of(bucket: dt.datetime, row: UsageRow) -> UsageMinute:
@@ -188,4 +193,5 @@ def _model_of(bucket: dt.datetime, row: UsageRow) -> UsageMinute:
         denied=row.denied,
         shadow_denied=row.shadow_denied,
         costs=dict(row.costs),
+        session_ms=row.session_ms,
     )

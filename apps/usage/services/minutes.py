@@ -18,11 +18,11 @@ from collections.abc import Iterable
 
 from django.db import connection, transaction
 
-from apps.usage.models import COUNTERS, UsageBucket, UsageMinute
+from apps.usage.models import AMOUNTS, COUNTERS, UsageBucket, UsageMinute
 
 __all__ = ["COUNTERS", "add_into", "merged_minutes", "usage_minutes_add"]
-COLUMNS = ("customer", "operation", "bucket", *COUNTERS, "costs")
-# Rows per statement: 10 parameters each, well under SQLite's and PostgreSQL's parameter limits.
+COLUMNS = ("customer", "operation", "bucket", *AMOUNTS, "costs")
+# Rows per statement: 11 parameters each, well under SQLite's and PostgreSQL's parameter limits.
 ROWS_PER_STATEMENT = 500
 
 UPSERT_SQL = (
@@ -35,7 +35,7 @@ UPSERT_SQL = (
 STAGING = "usage_minute_staging"
 STAGING_SQL = (
     f"CREATE TEMPORARY TABLE IF NOT EXISTS {STAGING} (customer text, operation text, bucket timestamptz, "
-    + ", ".join(f"{name} bigint" for name in COUNTERS)
+    + ", ".join(f"{name} bigint" for name in AMOUNTS)
     + ", costs jsonb) ON COMMIT DROP"
 )
 STAGED_UPSERT_SQL = (
@@ -61,8 +61,8 @@ COSTS_SUM = {
 
 
 def add_into(target: UsageBucket, source: UsageBucket) -> None:
-    """target += source: the counters, and the costs unit by unit."""
-    for name in COUNTERS:
+    """target += source: the counters and session time, and the costs unit by unit."""
+    for name in AMOUNTS:
         setattr(target, name, getattr(target, name) + getattr(source, name))
     costs = dict(target.costs)
     for unit, amount in source.costs.items():
@@ -124,7 +124,7 @@ def _copy_and_add(rows: list[UsageMinute]) -> None:
         cursor.execute(f"TRUNCATE {STAGING}")
         with cursor.copy(f"COPY {STAGING} ({', '.join(COLUMNS)}) FROM STDIN") as copy:
             for row in rows:
-                counts = [getattr(row, name) for name in COUNTERS]
+                counts = [getattr(row, name) for name in AMOUNTS]
                 copy.write_row([row.customer, row.operation, row.bucket, *counts, json.dumps(row.costs)])
         cursor.execute(_upsert_sql(table, 0, STAGED_UPSERT_SQL))
 
@@ -135,6 +135,6 @@ def _upsert_sql(table: str, rows: int, template: str = UPSERT_SQL) -> str:
         table=table,
         columns=", ".join(COLUMNS),
         values=", ".join([placeholders] * rows),
-        sums=", ".join(f"{name} = {table}.{name} + excluded.{name}" for name in COUNTERS),
+        sums=", ".join(f"{name} = {table}.{name} + excluded.{name}" for name in AMOUNTS),
         costs=COSTS_SUM[connection.vendor].format(table=table),
     )
