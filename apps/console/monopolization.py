@@ -7,8 +7,9 @@ customer alone, or a concurrency limit, whose leases are summed over its counter
 - sessions: concurrency limits (leases held ÷ leases allowed at once);
 - openings: other limits whose unit is `requests` (requests in the current window ÷ the limit, or, for
   token and leaky buckets, the part of the bucket in use);
-- session time: limits whose unit is a time (seconds, milliseconds, minutes, hours, or a unit ending in
-  `_seconds` or `_ms`): time spent in the window ÷ the time allowed.
+- session time: session_time limits (the seconds the customer's leases were held in the window, measured
+  by the store from the leases' lifetimes, open sessions counting live ÷ the seconds allowed). A cost the
+  caller reports in a time unit is not measured time and feeds no term.
 A term with no such limit is left out. When a term has several limits the busiest one counts, since it is
 the one that will refuse first: each term is between 0 and 1 (above 1 only after a limit was lowered below
 what is already held), so the score runs from 0 (idle) to the number of terms (every dimension exhausted).
@@ -25,8 +26,6 @@ from apps.limits.models import Algorithm
 
 SESSIONS, OPENINGS, SESSION_TIME = "sessions", "openings", "session time"
 TERMS = (SESSIONS, OPENINGS, SESSION_TIME)
-TIME_UNITS = frozenset({"seconds", "second", "s", "milliseconds", "millisecond", "ms", "minutes", "hours"})
-TIME_UNIT_SUFFIXES = ("_seconds", "_ms")
 FORMULA = (
     "score = concurrent sessions ÷ session limit + openings in the window ÷ openings limit "
     "+ session time ÷ session-time limit (each term: its busiest limit; terms without a limit are left out)"
@@ -67,18 +66,14 @@ class MonopolizationScore:
         return f"{parts} = {self.value:.2f}"
 
 
-def is_time_unit(unit: str) -> bool:
-    return unit in TIME_UNITS or unit.endswith(TIME_UNIT_SUFFIXES)
-
-
 def dimension_of(state: LimitState) -> str | None:
     """The term a limit feeds, or None when it feeds none (see the module docstring)."""
     if state.limit.algorithm == Algorithm.CONCURRENCY:
         return SESSIONS
+    if state.limit.algorithm == Algorithm.SESSION_TIME:
+        return SESSION_TIME
     if state.limit.unit == "requests":
         return OPENINGS
-    if is_time_unit(state.limit.unit):
-        return SESSION_TIME
     return None
 
 

@@ -1,6 +1,10 @@
 """Concurrency leases: acquire a slot (with the operation's other limits checked in the same step),
 renew it while working, release it when done. An expired lease stops counting on its own.
 
+A lease is a session: the operation's session_time limits count the time it is held (engine/store/sessions.py),
+refuse to acquire (a 429 decision) and to renew (429 `session_time_spent`, with `retry_after_ms`) once their
+window's time is spent, and usage records the seconds held per minute.
+
 Leases live in Redis only. Every call goes through store.engine_call, so with Redis dead a lease call
 answers as fast as a check does: acquire follows its limits' policies, renew answers 503, release is a no-op
 (the slot frees itself when its TTL runs out).
@@ -12,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from apps.apikeys.selectors import ApiPrincipal
-from apps.common.exceptions import InvalidInput, NotFound
+from apps.common.exceptions import ApplicationError, InvalidInput, NotFound
 from apps.enforcement.fallback import FallbackDecision, StoreUnavailable, fallback_check
 from apps.enforcement.parsing import MAX_LEASE_TTL_S
 from apps.enforcement.services import (
@@ -26,6 +30,7 @@ from apps.enforcement.services import (
 from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_call
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, Store, lease_owner
+from apps.engine.types import SessionTimeSpent
 from apps.limits.models import Algorithm, Mode, StoreFailurePolicy
 from apps.limits.resolution import resolve
 from apps.limits.snapshot import LimitConfig, Snapshot
@@ -33,6 +38,14 @@ from apps.limits.snapshot import LimitConfig, Snapshot
 DEFAULT_LEASE_TTL_S = 300
 # What acquiring answers: the decision, the lease id (None when refused or without Redis), its expiry.
 Acquired = tuple[Decision | FallbackDecision, str | None, int]
+
+
+class SessionTimeExhausted(ApplicationError):
+    """A renewal refused by a session_time limit: the lease keeps its expiry; `fields.retry_after_ms` says when
+    the window ends and a renewal (or a new lease) would pass, null when the limit allows no time at all."""
+
+    code = "session_time_spent"
+    status_code = 429
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +125,14 @@ def lease_renew(*, principal: ApiPrincipal, lease_id: str, ttl_s: int | None) ->
     ttl = ttl_s if ttl_s is not None else DEFAULT_LEASE_TTL_S
     if not 1 <= ttl <= MAX_LEASE_TTL_S:
         raise InvalidInput(f"ttl_s must be between 1 and {MAX_LEASE_TTL_S}.", fields={"ttl_s": ["out of range"]})
-    expires_at = engine_call(lambda store: store.lease_renew(lease_id, ttl), fallback=_renew_without_store)
+    try:
+        expires_at = engine_call(lambda store: store.lease_renew(lease_id, ttl), fallback=_renew_without_store)
+    except SessionTimeSpent as spent:
+        raise SessionTimeExhausted(
+            "The session time this lease counts against is spent for the current window; the lease runs until "
+            "its current expiry and cannot be renewed before the window ends.",
+            fields={"retry_after_ms": spent.retry_after_ms},
+        ) from None
     if expires_at is None:
         raise NotFound("This lease has expired or was released; acquire a new one.", code="lease_not_found")
     return expires_at

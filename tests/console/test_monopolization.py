@@ -21,9 +21,10 @@ def state(name, *, algorithm="fixed_window", unit="requests", used=0, capacity=1
         ("concurrency", "requests", SESSIONS),
         ("fixed_window", "requests", OPENINGS),
         ("token_bucket", "requests", OPENINGS),
-        ("calendar", "seconds", SESSION_TIME),
-        ("fixed_window", "session_seconds", SESSION_TIME),
-        ("fixed_window", "ms", SESSION_TIME),
+        ("session_time", "seconds", SESSION_TIME),
+        # A time the caller reports as a cost is not measured session time.
+        ("calendar", "seconds", None),
+        ("fixed_window", "session_seconds", None),
         ("token_bucket", "bytes", None),
         ("fixed_window", "records", None),
     ],
@@ -37,7 +38,7 @@ def test_the_score_adds_sessions_openings_and_session_time() -> None:
         [
             state("sessions", algorithm="concurrency", used=3, capacity=5),
             state("openings", used=12, capacity=20),
-            state("time", unit="seconds", used=900, capacity=3600),
+            state("time", algorithm="session_time", unit="seconds", used=900, capacity=3600),
         ]
     )
 
