@@ -18,7 +18,7 @@ from apps.enforcement import serializers
 from apps.enforcement.authentication import request_principal
 from apps.enforcement.authz import authz_evaluate, forwarded_request
 from apps.enforcement.headers import ratelimit_headers, retry_after_header
-from apps.enforcement.leases import lease_acquire, lease_release, lease_renew
+from apps.enforcement.leases import SessionTimeExhausted, lease_acquire, lease_release, lease_renew
 from apps.enforcement.parsing import (
     INVALID_MESSAGE,
     MAX_CUSTOMER_LENGTH,
@@ -184,7 +184,14 @@ class LeaseRenewApi(ServiceApi):
     def post(self, request: Request, lease_id: str) -> Response:
         parse_path_text("lease_id", lease_id, MAX_LEASE_ID_LENGTH)
         ttl_s = parse_renew(request.data)
-        expires_at = lease_renew(principal=request_principal(request), lease_id=lease_id, ttl_s=ttl_s)
+        try:
+            expires_at = lease_renew(principal=request_principal(request), lease_id=lease_id, ttl_s=ttl_s)
+        except SessionTimeExhausted as spent:
+            # The error shape as usual, with the Retry-After a client's back-off reads (like a refused check's).
+            response = self.handle_exception(spent)
+            for name, value in retry_after_header(spent.fields["retry_after_ms"]).items():
+                response[name] = value
+            return response
         return Response({"lease_id": lease_id, "expires_at": _iso(expires_at)})
 
 

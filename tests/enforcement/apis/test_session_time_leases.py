@@ -65,6 +65,7 @@ def test_renew_is_refused_when_spent_and_the_lease_runs_to_its_expiry(api, limit
     assert refused.status_code == 429
     error = refused.json()["error"]
     assert (error["code"], error["fields"]) == ("session_time_spent", {"retry_after_ms": MINUTE - 10_000})
+    assert refused["Retry-After"] == "50"
 
     clock.advance(MINUTE - 10_000)  # a new window; the lease (until 64 s) still lives
     assert renew(api, lease_id).status_code == 200
