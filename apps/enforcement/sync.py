@@ -115,9 +115,7 @@ def _counters(value: Any, errors: Errors) -> tuple[SyncCounter, ...]:
     counters: list[SyncCounter] = []
     for index, raw in enumerate(value):
         counter = _counter(raw, problems.setdefault(str(index), {}))
-        if counter is not None and any(seen.limit == counter.limit for seen in counters):
-            problems[str(index)]["limit"] = ["Another counter of this request names the same limit."]
-        elif counter is not None:
+        if counter is not None:
             counters.append(counter)
     problems = {index: fields for index, fields in problems.items() if fields}
     if problems:
@@ -145,9 +143,6 @@ def _counter(raw: Any, errors: Errors) -> SyncCounter | None:
     start, prev_start, count, count_prev = (
         int(numbers[name] or 0) for name in ("window_start", "prev_window_start", "count", "count_prev")
     )
-    if prev_start >= start:
-        errors["prev_window_start"] = ["Must be before window_start (the start of the window before it)."]
-        return None
     return SyncCounter(str(limit), start, prev_start, count, count_prev)
 
 
@@ -191,9 +186,13 @@ def variant_of(limit: LimitConfig) -> str:
 def _check_windows(counters: Sequence[SyncCounter], limits: Sequence[LimitConfig], timezone: str, now: int) -> None:
     by_name = {limit.name: limit for limit in limits}
     errors: Errors = {}
+    seen: set[str] = set()
     for index, counter in enumerate(counters):
         limit = by_name.get(counter.limit)
         problem = None if limit is None else _window_problem(counter, _windows(limit, timezone), now)
+        if limit is not None and counter.limit in seen:  # checked for limits in force only, as the windows are
+            problem = {"limit": ["Another counter of this request names the same limit."]}
+        seen.add(counter.limit)
         if problem is not None:
             errors[str(index)] = problem
     if errors:
@@ -212,7 +211,8 @@ def _window_problem(counter: SyncCounter, windows: Windows, now: int) -> Errors 
                 f"[{start}, {end}). Align the clock with the answer's now_ms."
             ]
         }
-    if counter.window_start - counter.prev_window_start > 2 * (end - start):
+    # Checked only for limits in force (a rule between two fields, which the schema cannot state).
+    if not 0 < counter.window_start - counter.prev_window_start <= 2 * (end - start):
         return {"prev_window_start": ["Must be the start of the window before window_start."]}
     return None
 

@@ -162,8 +162,6 @@ def test_no_key_answers_401(engine, hot) -> None:
         ({"customer": ""}, "customer"),
         ({"counters": "nope"}, "counters"),
         ({"counters": [{"limit": "hot"}]}, "counters"),
-        ({"counters": [{"limit": "hot", "window_start": 5, "prev_window_start": 5, "count": 1, "count_prev": 0}]},
-         "counters"),
         ({"counters": [{"limit": "hot", "window_start": 10, "prev_window_start": 5, "count": -1, "count_prev": 0}]},
          "counters"),
         ({"colour": "red"}, "non_field_errors"),
@@ -195,6 +193,25 @@ def test_a_counter_in_a_window_far_from_the_servers_time_is_refused_and_writes_n
     assert response.status_code == 400
     assert "window_start" in response.json()["error"]["fields"]["counters"]["0"]
     assert hash_of(redis_client, key_prefix) == before
+
+
+def test_a_counter_whose_previous_window_is_not_before_its_window_is_refused(api, hot) -> None:
+    first = sync(api, "a").json()["limits"][0]
+    wrong = {**counter(first, 1), "prev_window_start": first["window_start"]}
+
+    response = sync(api, "a", [wrong])
+
+    assert response.status_code == 400
+    assert "prev_window_start" in response.json()["error"]["fields"]["counters"]["0"]
+
+
+def test_two_counters_of_one_limit_are_refused(api, hot) -> None:
+    first = sync(api, "a").json()["limits"][0]
+
+    response = sync(api, "a", [counter(first, 1), counter(first, 2)])
+
+    assert response.status_code == 400
+    assert "limit" in response.json()["error"]["fields"]["counters"]["1"]
 
 
 def test_an_unknown_operation_is_answered_with_a_warning_or_404_like_a_check(api, hot, settings) -> None:
