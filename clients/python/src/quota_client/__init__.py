@@ -1,4 +1,5 @@
-"""Quota Platform client SDK (no Django): checks, batches, put_all, leases, a decorator and back-off policies.
+"""Quota Platform client SDK (no Django): checks, batches, put_all, leases, a decorator, back-off policies and
+local limiters (hybrid counting in-process).
 
 from quota_client import QuotaClient
 
@@ -20,6 +21,7 @@ from quota_client.errors import (
     QuotaExceeded,
 )
 from quota_client.lease import Lease
+from quota_client.local import AsyncLocalLimiter, LocalLimiter
 from quota_client.transport import HttpResponse, Transport, TransportError, Urllib3Transport
 from quota_client.types import (
     COST_EXCEEDS_LIMIT,
@@ -40,6 +42,7 @@ __all__ = [
     "OVER_LIMIT",
     "AccessDenied",
     "AsyncLease",
+    "AsyncLocalLimiter",
     "AsyncQuotaClient",
     "Backoff",
     "BackoffMetrics",
@@ -54,6 +57,7 @@ __all__ = [
     "LeaseLost",
     "LimitStatus",
     "LinearBackoff",
+    "LocalLimiter",
     "PlatformUnavailable",
     "PutAllResult",
     "QuotaClient",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Literal, ParamSpec, TypeVar
 
 from quota_client import decorators
@@ -18,6 +18,8 @@ from quota_client.client import ItemLike, QuotaClient
 from quota_client.decorators import ArgValue
 from quota_client.errors import LeaseLost, QuotaError
 from quota_client.lease import Lease, lease_try, logger
+from quota_client.local import AsyncLocalLimiter, sync_post
+from quota_client.local_core import LimiterCore
 from quota_client.types import BatchResult, CheckItem, Decision, PutAllResult
 
 P = ParamSpec("P")
@@ -102,6 +104,15 @@ class AsyncQuotaClient:
         """QuotaClient.limited for `async def` functions."""
         fields = {"customer": customer, "resource": resource, "costs": costs, "attributes": attributes}
         return decorators.limited_async(self.require, operation, fields, wait)
+
+    def local_limiter(
+        self, operation: str, customer: str, resource: str | None = None,
+        attributes: Mapping[str, str] | None = None, *, exchange_timeout_s: float = 0.5,
+    ) -> AsyncLocalLimiter:  # fmt: skip
+        """QuotaClient.local_limiter with `await limiter.try_acquire()`: exchanges run in a worker thread."""
+        body = {"customer": customer, "operation": operation, "resource": resource, "attributes": attributes}
+        core = LimiterCore(body, None, failure_mode=self.sync.failure_mode)
+        return AsyncLocalLimiter(core, sync_post(self.sync, min(self.sync.timeout_s, exchange_timeout_s)))
 
 
 class AsyncLease:

@@ -12,6 +12,8 @@ from quota_client.base import BaseClient
 from quota_client.batching import MAX_BATCH_ITEMS, PutAllRun
 from quota_client.errors import InvalidRequest, PlatformUnavailable
 from quota_client.lease import Lease
+from quota_client.local import LocalLimiter, sync_post
+from quota_client.local_core import LimiterCore
 from quota_client.types import BatchResult, CheckItem, Decision, PutAllResult, as_item
 
 P = ParamSpec("P")
@@ -219,3 +221,26 @@ class QuotaClient(BaseClient):
         """
         fields = {"customer": customer, "resource": resource, "costs": costs, "attributes": attributes}
         return decorators.limited(self.require, operation, fields, wait)
+
+    # -- local limiter -----------------------------------------------------------------------------------------
+    def local_limiter(
+        self,
+        operation: str,
+        customer: str,
+        resource: str | None = None,
+        attributes: Mapping[str, str] | None = None,
+        *,
+        exchange_timeout_s: float = 0.5,
+    ) -> LocalLimiter:
+        """Decide in this process on the operation's hybrid limits (those with `sync_ms`), exchanging counts
+        with the platform through POST /api/v1/sync (quota_client.local). `exchange_timeout_s` bounds one
+        exchange (no retries: the counters hold what they know and try again an interval later).
+
+            limiter = client.local_limiter("PutRecords", "acct-1")
+            limiter.start_background_sync()  # optional: exchanges off the deciding calls
+            if limiter.try_acquire():
+                ...
+        """
+        body = {"customer": customer, "operation": operation, "resource": resource, "attributes": attributes}
+        post = sync_post(self, min(self.timeout_s, exchange_timeout_s))
+        return LocalLimiter(LimiterCore(body, post, failure_mode=self.failure_mode))

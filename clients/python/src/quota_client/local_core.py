@@ -1,0 +1,224 @@
+"""The local limiters' shared state (local.py): counters per hybrid limit, the clock aligned on the platform's, the
+sync request, and reading its answers. No network and no asyncio here: the limiters bring their transport."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from quota_client.errors import InvalidRequest, PlatformUnavailable, QuotaError
+from quota_client.hybrid import Exchanged, HybridConfig, HybridCounter
+
+logger = logging.getLogger("quota_client")
+
+SYNC_PATH = "/api/v1/sync"
+RETRY_CONFIG_MS = 1000  # a limiter without configuration asks again at most this often
+REALIGN_MS = 1000  # the clock follows the platform's only when it drifted further (a jump would reset windows)
+REQUESTS = "requests"
+Post = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class LimitInfo:
+    """A hybrid limit as the platform described it (one entry of the answer's `limits`)."""
+
+    name: str
+    algorithm: str
+    quantity: int
+    unit: str
+    sync_ms: int
+    variant: str
+    shadow: bool
+    windows: tuple[tuple[int, int], ...]  # the current window and the next
+
+    @classmethod
+    def of(cls, entry: Mapping[str, Any]) -> LimitInfo:
+        start, end, following = int(entry["window_start"]), int(entry["window_end"]), int(entry["next_window_end"])
+        return cls(
+            str(entry["limit"]), str(entry["algorithm"]), int(entry["quantity"]), str(entry["unit"]),
+            int(entry["sync_ms"]), str(entry["variant"]), bool(entry["shadow"]), ((start, end), (end, following)),
+        )  # fmt: skip
+
+    @property
+    def shape(self) -> tuple[Any, ...]:
+        """What a counter is built from: a change makes a new counter (its counts start over)."""
+        length = 0 if self.algorithm == "calendar" else self.windows[0][1] - self.windows[0][0]
+        return self.algorithm, self.quantity, self.unit, self.sync_ms, self.variant, length
+
+
+class _Windows:
+    """A counter's windows: epoch-aligned periods, or the calendar windows the platform named (the next one
+    guessed from the last length until an answer names it). Remembers the counter's window and the one before,
+    as the counter worked them out: what an exchange reports for it."""
+
+    def __init__(self, info: LimitInfo) -> None:
+        self.info = info
+        self.current = (-1, -1)
+        self.prev_start = -1
+
+    def __call__(self, now: int) -> tuple[int, int]:
+        window = self._window(now)
+        start, end = window
+        self.prev_start = self.current[0] if start == self.current[1] else start - (end - start)
+        self.current = window
+        return window
+
+    def _window(self, now: int) -> tuple[int, int]:
+        known = self.info.windows
+        if self.info.algorithm != "calendar":
+            period = known[0][1] - known[0][0]
+            return now - now % period, now - now % period + period
+        for start, end in known:
+            if start <= now < end:
+                return start, end
+        start, end = known[-1]
+        steps = (now - start) // (end - start)
+        return start + steps * (end - start), end + steps * (end - start)
+
+
+class LimiterCore:
+    """What the sync and async limiters share: the counters, the clock, the request, reading answers."""
+
+    def __init__(
+        self,
+        body: Mapping[str, Any],
+        post: Post | None,
+        *,
+        failure_mode: str,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self.post = post  # None: the async limiter, which makes its rounds itself before deciding
+        self.instance = secrets.token_hex(8)
+        self.body = {**{k: v for k, v in body.items() if v is not None}, "instance": self.instance}
+        self.failure_mode = failure_mode
+        self.local_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        self.offset = 0  # the platform's time minus this host's, in ms
+        self.configured = False
+        self.access_rule: str | None = None
+        self.counters: dict[str, HybridCounter] = {}
+        self.windows: dict[str, _Windows] = {}
+        self.infos: dict[str, LimitInfo] = {}
+        self.single: HybridCounter | None = None  # the fast path: one counter, of requests, not shadow
+        self.stash: dict[str, tuple[tuple[int, int], Exchanged]] = {}  # the last round's answers, by limit
+        self.retry_at = 0
+        self.failing = False
+
+    def now_ms(self) -> int:
+        return self.local_ms() + self.offset
+
+    def exchange_for(self, name: str) -> Callable[[int, int, int, int], Exchanged]:
+        """A counter's exchange: the answer of the round just made for every counter, or a new round (none when
+        there is no `post`: the async limiter makes its rounds before deciding)."""
+
+        def exchange(start: int, prev_start: int, own: int, own_prev: int) -> Exchanged:
+            stashed = self.stash.pop(name, None)
+            if stashed is not None and stashed[0] == (start, prev_start):
+                return stashed[1]
+            if self.post is None:
+                raise PlatformUnavailable("No answer from the platform this round.", code="unreachable")
+            self.round(self.post, {name: (start, prev_start, own, own_prev)})
+            stashed = self.stash.pop(name, None)
+            if stashed is None:
+                raise PlatformUnavailable(f"The platform's answer has no limit {name!r}.", code="unexpected_response")
+            return stashed[1]
+
+        return exchange
+
+    def request(self, mine: Mapping[str, tuple[int, int, int, int]]) -> dict[str, Any]:
+        """The sync request: every counter as it stands (`mine`: the calling counter's own state)."""
+        counters = []
+        for name, counter in self.counters.items():
+            windows = self.windows[name]
+            if windows.current[0] < 0 and name not in mine:
+                continue  # not decided anything yet: the platform exchanges 0 for it
+            state = mine.get(name) or (windows.current[0], windows.prev_start, counter.own, counter.own_prev)
+            counters.append(dict(zip(("limit", "window_start", "prev_window_start", "count", "count_prev"),
+                                     (name, *state), strict=True)))  # fmt: skip
+        return {**self.body, "counters": counters}
+
+    def round(self, post: Post, mine: Mapping[str, tuple[int, int, int, int]] | None = None) -> bool:
+        """One exchange for every counter; False (and counters holding) when the platform did not answer."""
+        body = self.request(mine or {})
+        sent = self.local_ms()
+        try:
+            answer = post(body)
+        except QuotaError as error:
+            return self.failed(error)
+        return self.receive(answer, sent, body)
+
+    def receive(self, answer: Mapping[str, Any], sent_local: int, body: Mapping[str, Any]) -> bool:
+        try:
+            self._apply(
+                answer, sent_local, {c["limit"]: (c["window_start"], c["prev_window_start"]) for c in body["counters"]}
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            return self.failed(PlatformUnavailable(f"Unexpected sync answer: {error!r}", code="unexpected_response"))
+        self.failing = False
+        return True
+
+    def failed(self, error: QuotaError) -> bool:
+        if isinstance(error, InvalidRequest):  # e.g. windows the platform does not recognise: start over
+            logger.error("The platform refused the local limiter's exchange; starting over: %s", error)
+            self.configured, self.counters, self.windows, self.infos, self.single = False, {}, {}, {}, None
+        elif not self.failing:
+            logger.warning("Local limiter: no exchange with the platform (holding what it knows): %s", error)
+        self.failing, self.retry_at = True, self.now_ms() + RETRY_CONFIG_MS
+        return False
+
+    def _apply(self, answer: Mapping[str, Any], sent_local: int, sent: Mapping[str, tuple[int, int]]) -> None:
+        """Read an answer: the clock, the limits in force (new or changed ones get a new counter), the stash."""
+        offset = int(answer["now_ms"]) - (sent_local + self.local_ms()) // 2
+        if not self.configured or abs(offset - self.offset) > REALIGN_MS:
+            self.offset = offset
+        infos = {info.name: info for info in map(LimitInfo.of, answer["limits"])}
+        for name, info in infos.items():
+            if name in self.infos and self.infos[name].shape == info.shape:
+                self.windows[name].info = info  # the platform's next calendar window, once known
+                continue
+            self.windows[name] = _Windows(info)
+            config = HybridConfig(info.quantity, info.sync_ms, info.variant)
+            self.counters[name] = HybridCounter(config, self.windows[name], self.exchange_for(name), self.now_ms)
+        for name in set(self.counters) - set(infos):
+            del self.counters[name], self.windows[name]
+        for entry in answer["limits"]:
+            name, info = entry["limit"], infos[entry["limit"]]
+            start, end = info.windows[0]
+            exchanged = Exchanged(
+                int(entry["others"]), int(entry["others_prev"]), int(entry["instances"]), bool(entry["fresh"])
+            )
+            self.stash[name] = (sent.get(name) or (start, start - (end - start)), exchanged)
+        self.infos, self.access_rule, self.configured = infos, answer["access_rule"], True
+        requests = [self.counters[n] for n, i in infos.items() if i.unit == REQUESTS and not i.shadow]
+        self.single = requests[0] if len(infos) == 1 and requests and self.access_rule is None else None
+
+    def acquire(self, cost: int, costs: Mapping[str, int] | None) -> bool:
+        """All or nothing over the counters (a shadow limit counts, never refuses)."""
+        if not self.configured:
+            return self.failure_mode == "open"
+        if self.access_rule is not None:
+            return self.access_rule == "allow"
+        taken: list[tuple[HybridCounter, int, int]] = []
+        for name, counter in list(self.counters.items()):
+            info = self.infos[name]
+            amount = (costs or {}).get(info.unit, cost if info.unit == REQUESTS else 0)
+            if amount <= 0:
+                continue
+            window = counter.take(amount)
+            if window is not None:
+                taken.append((counter, amount, window))
+            elif not info.shadow:
+                for held, held_amount, held_window in taken:
+                    held.give_back(held_amount, held_window)
+                return False
+        return True
+
+    @property
+    def due_at(self) -> int:
+        """When the next exchange is due (platform time)."""
+        if not self.configured:
+            return self.retry_at
+        return min((counter.next_sync_at for counter in self.counters.values()), default=self.now_ms() + 1000)
