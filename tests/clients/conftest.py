@@ -25,6 +25,7 @@ operations:
   - {name: PutRecords}
   - {name: ReadItems}
   - {name: OncePerSecond}
+  - {name: LocalHot}
 customers:
   - {id: tenant-1}
   - {id: blocked-1}
@@ -39,6 +40,8 @@ limits:
   - {name: read-items, operation: ReadItems, algorithm: fixed_window, limit: 5, period: 2, key_by: [customer]}
   - {name: once-per-second, operation: OncePerSecond, algorithm: fixed_window, limit: 1, period: second,
      key_by: [customer]}
+  - {name: local-hot, operation: LocalHot, algorithm: fixed_window, limit: 50, period: hour, key_by: [customer],
+     sync_ms: 100}
 access_rules:
   - {action: deny, customer: blocked-1, reason: SDK tests}
 services:

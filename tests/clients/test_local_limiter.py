@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -229,7 +230,7 @@ def test_the_async_limiter_exchanges_before_deciding() -> None:
 
 def test_the_sync_client_builds_a_limiter_on_the_real_clock() -> None:
     platform = SyncPlatform(Clock(), {"hot": hybrid_limit(3)})
-    platform.clock = lambda: __import__("time").time_ns() // 1_000_000  # type: ignore[assignment]
+    platform.clock = lambda: time.time_ns() // 1_000_000  # type: ignore[assignment]
     platform.peers = MemoryPeers(3 * HOUR, platform.clock)
     client = QuotaClient("http://quota.test", "key", transport=platform)
 
@@ -237,3 +238,33 @@ def test_the_sync_client_builds_a_limiter_on_the_real_clock() -> None:
 
     assert admitted(limiter, 5) == 3
     assert (platform.sent[0]["resource"], platform.sent[0]["attributes"]) == ("stream-1", {"tier": "gold"})
+
+
+@pytest.mark.slow
+@pytest.mark.django_db  # the `platform` fixture configures the test database
+def test_two_local_limiters_through_the_real_server_admit_within_the_documented_bound(platform) -> None:
+    """docs/hybrid.md: a window admits at most limit + A(2 × sync_ms), A(d) being what the other instance admits
+    in d. Two limiters, each with its background exchange, offered 100 calls/s together for 1.5 s."""
+    client = QuotaClient(platform.url, platform.service_key, timeout_s=5)
+    customer = platform.customer("local")
+    limiters = [client.local_limiter("LocalHot", customer) for _ in range(2)]
+    for limiter in limiters:
+        limiter.start_background_sync()
+    admissions: list[tuple[float, int]] = []
+    try:
+        for _ in range(75):
+            for index, limiter in enumerate(limiters):
+                if limiter.try_acquire():
+                    admissions.append((time.monotonic(), index))
+                time.sleep(0.01)
+    finally:
+        for limiter in limiters:
+            limiter.close()
+
+    # 2 × sync_ms, plus the exchange's own latency and the timer's tick (a quarter interval) as slack
+    lag_s = 0.2 + 0.1
+    other_in_lag = max(
+        sum(1 for t, i in admissions if i == index and start <= t < start + lag_s) for start, index in admissions
+    )
+    assert 50 <= len(admissions) <= 50 + other_in_lag
+    assert len(admissions) < 100  # without exchanges each limiter would admit the whole limit
