@@ -20,6 +20,11 @@ RETRY_CONFIG_MS = 1000  # a limiter without configuration asks again at most thi
 REALIGN_MS = 1000  # the clock follows the platform's only when it drifted further (a jump would reset windows)
 REQUESTS = "requests"
 Post = Callable[[dict[str, Any]], dict[str, Any]]
+_time_ns = time.time_ns
+
+
+def system_ms() -> int:
+    return _time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +100,7 @@ class LimiterCore:
         self.instance = secrets.token_hex(8)
         self.body = {**{k: v for k, v in body.items() if v is not None}, "instance": self.instance}
         self.failure_mode = failure_mode
-        self.local_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        self.local_ms = clock_ms or system_ms
         self.offset = 0  # the platform's time minus this host's, in ms
         self.configured = False
         self.access_rule: str | None = None
@@ -109,6 +114,15 @@ class LimiterCore:
 
     def now_ms(self) -> int:
         return self.local_ms() + self.offset
+
+    def counter_clock(self) -> Callable[[], int]:
+        """A new counter's clock: the platform's time, read once per decision, as cheaply as Python allows (one
+        closure over the offset of now). A counter keeps its offset: a later realignment applies to new counters
+        only, so a counter's time never jumps (a jump back would make it start its window over)."""
+        offset, local = self.offset, self.local_ms
+        if local is system_ms:
+            return lambda: _time_ns() // 1_000_000 + offset
+        return lambda: local() + offset
 
     def exchange_for(self, name: str) -> Callable[[int, int, int, int], Exchanged]:
         """A counter's exchange: the answer of the round just made for every counter, or a new round (none when
@@ -181,7 +195,8 @@ class LimiterCore:
                 continue
             self.windows[name] = _Windows(info)
             config = HybridConfig(info.quantity, info.sync_ms, info.variant)
-            self.counters[name] = HybridCounter(config, self.windows[name], self.exchange_for(name), self.now_ms)
+            clock = self.counter_clock()
+            self.counters[name] = HybridCounter(config, self.windows[name], self.exchange_for(name), clock)
         for name in set(self.counters) - set(infos):
             del self.counters[name], self.windows[name]
         for entry in answer["limits"]:
