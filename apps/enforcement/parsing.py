@@ -113,7 +113,8 @@ def _attributes(value: Any, errors: Errors) -> dict[str, str]:
     return value
 
 
-def _costs(value: Any, errors: Errors) -> dict[str, int]:
+def costs_parse(value: Any, errors: Errors) -> dict[str, int]:
+    """A check's `costs` (unit -> whole amount), problems into errors['costs'] (also a sync's usage report)."""
     if value is None:
         return {}
     if type(value) is not dict:
@@ -202,7 +203,7 @@ def _parse_check_into(data: Any, errors: Errors) -> CheckItem | None:
         "operation": _text(data, "operation", MAX_OPERATION_LENGTH, errors, required=True),
         "resource": _text(data, "resource", MAX_RESOURCE_LENGTH, errors, required=False),
         "attributes": _attributes(data.get("attributes"), errors),
-        "costs": _costs(data.get("costs"), errors),
+        "costs": costs_parse(data.get("costs"), errors),
         "ip": _ip(data.get("ip"), errors),
         "request_id": _text(data, "request_id", MAX_REQUEST_ID_LENGTH, errors, required=False) or None,
         "dry_run": _flag(data, "dry_run", errors),

@@ -32,6 +32,7 @@ from apps.enforcement.hybrid import _clock as hybrid_clock
 from apps.enforcement.parsing import MAX_COST, Errors, ParseError, parse_check, text_problem
 from apps.enforcement.services import check_resolve
 from apps.enforcement.specs import engine_args, limit_spec_of
+from apps.enforcement.sync_usage import UsageReport, parse_usage, usage_report
 from apps.engine import CheckItem, KeyLayout
 from apps.engine.hybrid import hybrid_key
 from apps.limits.models import Algorithm
@@ -42,10 +43,10 @@ MAX_COUNTERS = 64
 MAX_LIMIT_NAME_LENGTH = 200
 MAX_MS = 2**53 - 1
 logger = logging.getLogger(__name__)
-SYNC_FIELDS = frozenset({"customer", "operation", "resource", "attributes", "instance", "counters"})
+SYNC_FIELDS = frozenset({"customer", "operation", "resource", "attributes", "instance", "counters", "usage"})
 COUNTER_FIELDS = frozenset({"limit", "window_start", "prev_window_start", "count", "count_prev"})
 NUMBERS = {"window_start": MAX_MS, "prev_window_start": MAX_MS, "count": MAX_COST, "count_prev": MAX_COST}
-CHECK_PART = SYNC_FIELDS - {"instance", "counters"}
+CHECK_PART = SYNC_FIELDS - {"instance", "counters", "usage"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ class SyncRequest:
     item: CheckItem
     instance: str
     counters: tuple[SyncCounter, ...]
+    usage: UsageReport | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +104,10 @@ def parse_sync(data: Any) -> SyncRequest:
     if problem is not None:
         errors["instance"] = [problem]
     counters = _counters(data.get("counters", []), errors)
+    usage = parse_usage(data["usage"], errors) if "usage" in data else None
     if errors or item is None:
         raise ParseError(errors)
-    return SyncRequest(item, str(instance), counters)
+    return SyncRequest(item, str(instance), counters, usage)
 
 
 def _counters(value: Any, errors: Errors) -> tuple[SyncCounter, ...]:
@@ -168,6 +171,8 @@ def sync_exchange(*, principal: ApiPrincipal, request: SyncRequest, snapshot: Sn
         return SyncOutcome(now, str(resolved.resolution.action), resolved.warnings, ())
     by_name = {counter.limit: counter for counter in request.counters}
     instance = f"sdk:{principal.prefix}:{request.instance}"
+    if request.usage is not None:
+        usage_report(resolved.item, instance, request.usage, now)
     limits = tuple(
         _exchange(limit, resolved.item, instance, by_name.get(limit.name), now)
         for limit in _hybrid_limits(resolved.resolution.limits)

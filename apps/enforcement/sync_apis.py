@@ -47,6 +47,22 @@ class SyncCounterSerializer(serializers.Serializer):
     )
 
 
+class SyncUsageSerializer(serializers.Serializer):
+    sequence = serializers.IntegerField(
+        min_value=0,
+        max_value=parsing.MAX_COST,
+        help_text="The report's number for this instance: sent again after "
+        "a lost answer, the same report is counted once.",
+    )
+    allowed = serializers.IntegerField(min_value=0, max_value=parsing.MAX_COST, required=False, default=0)
+    denied = serializers.IntegerField(min_value=0, max_value=parsing.MAX_COST, required=False, default=0)
+    costs = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=parsing.MAX_COST),
+        required=False,
+        help_text="What the allowed decisions admitted, per unit (as a check's costs).",
+    )
+
+
 class SyncInputSerializer(serializers.Serializer):
     customer = text_field(parsing.MAX_CUSTOMER_LENGTH)
     operation = text_field(parsing.MAX_OPERATION_LENGTH)
@@ -58,6 +74,9 @@ class SyncInputSerializer(serializers.Serializer):
         help_text=f"Attribute name (letters, digits, _ . -; max 64) → value; at most {parsing.MAX_ATTRIBUTES}.",
     )
     instance = text_field(MAX_INSTANCE_LENGTH, help_text="The local limiter's id, random and stable for its lifetime.")
+    usage = SyncUsageSerializer(
+        required=False, help_text="The decisions made since the last acknowledged report, added to usage once."
+    )
     counters = serializers.ListField(
         child=SyncCounterSerializer(),
         required=False,
@@ -201,3 +220,13 @@ class SyncApi(ServiceApi):
         sync_request = parse_sync(request.data)
         outcome = sync_exchange(principal=request_principal(request), request=sync_request, snapshot=snapshot_current())
         return Response(sync_body(outcome))
+
+
+class _ClosedUsage(_ClosedBody):
+    target_class = "apps.enforcement.sync_apis.SyncUsageSerializer"
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> Any:
+        schema = super().map_serializer(auto_schema, direction)
+        if "costs" in schema.get("properties", {}):  # the same unit names and number of units as a check's costs
+            schema["properties"]["costs"].update(propertyNames=NAME_SCHEMA, maxProperties=parsing.MAX_COST_UNITS)
+        return schema

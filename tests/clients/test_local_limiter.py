@@ -268,3 +268,28 @@ def test_two_local_limiters_through_the_real_server_admit_within_the_documented_
     )
     assert 50 <= len(admissions) <= 50 + other_in_lag
     assert len(admissions) < 100  # without exchanges each limiter would admit the whole limit
+
+
+def test_the_decisions_are_reported_for_usage_once_and_resent_as_they_were_after_a_failure() -> None:
+    clock = Clock()
+    platform = SyncPlatform(clock, {"hot": hybrid_limit(5, sync_ms=100)})
+    limiter = limiter_on(platform)
+    assert admitted(limiter, 8) == 5  # 5 allowed, 3 denied
+    clock.now += 100
+    limiter.sync_if_due()
+    assert platform.sent[-1]["usage"] == {"sequence": 1, "allowed": 5, "denied": 3, "costs": {"requests": 5}}
+    limiter.try_acquire()  # denied: the next report's
+    platform.down = True
+    clock.now += 100
+    limiter.sync_if_due()  # lost
+    platform.down = False
+    limiter.try_acquire()  # denied too, but after report 2 was made: it waits for report 3
+    clock.now += 100
+    limiter.sync_if_due()
+    assert platform.sent[-1]["usage"] == {"sequence": 2, "allowed": 0, "denied": 1, "costs": {}}
+    clock.now += 100
+    limiter.sync_if_due()
+    assert platform.sent[-1]["usage"] == {"sequence": 3, "allowed": 0, "denied": 1, "costs": {}}
+    clock.now += 100
+    limiter.sync_if_due()
+    assert "usage" not in platform.sent[-1]  # nothing decided since: no report

@@ -233,3 +233,43 @@ def test_a_deny_rule_is_answered_as_the_access_rule_with_no_limits(api, hot) -> 
     body = sync(api).json()
 
     assert (body["access_rule"], body["limits"]) == ("deny", [])
+
+
+def usage_totals() -> dict:
+    from django.db.models import Sum
+
+    from apps.enforcement.ledger import decision_ledger
+    from apps.usage.models import UsageMinute
+
+    decision_ledger.flush()
+    return UsageMinute.objects.filter(customer="acct-1").aggregate(allowed=Sum("allowed"), denied=Sum("denied")) | {
+        "costs": [row.costs for row in UsageMinute.objects.filter(customer="acct-1")]
+    }
+
+
+def test_a_usage_report_is_counted_once_however_often_it_is_sent(api, hot) -> None:
+    report = {"sequence": 1, "allowed": 3, "denied": 2, "costs": {"requests": 3}}
+    assert sync(api, usage=report).status_code == 200
+    assert sync(api, usage=report).status_code == 200  # a resend after a lost answer
+    assert usage_totals() == {"allowed": 3, "denied": 2, "costs": [{"requests": 3}]}
+    assert sync(api, usage={**report, "sequence": 2, "denied": 0}).status_code == 200
+    assert usage_totals() == {"allowed": 6, "denied": 2, "costs": [{"requests": 6}]}
+
+
+def test_another_instance_reusing_a_sequence_is_counted_too(api, hot) -> None:
+    report = {"sequence": 1, "allowed": 1, "denied": 0, "costs": {"requests": 1}}
+    sync(api, instance="a", usage=report)
+    sync(api, instance="b", usage=report)
+    assert usage_totals()["allowed"] == 2
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [{"allowed": 1}, {"sequence": -1}, {"sequence": 1, "allowed": "3"}, {"sequence": 1, "extra": 1}, [1],
+     {"sequence": 1, "costs": {"requests": -1}}],
+)  # fmt: skip
+def test_a_malformed_usage_report_is_refused_and_counts_nothing(api, hot, usage) -> None:
+    response = sync(api, usage=usage)
+    assert response.status_code == 400
+    assert "usage" in response.json()["error"]["fields"]
+    assert usage_totals()["allowed"] is None

@@ -70,12 +70,16 @@ class LocalLimiter:
     def try_acquire(self, cost: int = 1, costs: Mapping[str, int] | None = None) -> bool:
         """Admit now (counting it) or refuse. `cost` is in requests; `costs` (unit -> amount, as a check's) for
         limits of other units. All or nothing over the operation's hybrid limits."""
-        single = self.core.single
+        core = self.core
+        single = core.single
         if single is not None and costs is None:
-            return single.take(cost) is not None  # the fast path: one counter, no network unless due
-        if not self.core.configured and self.core.now_ms() >= self.core.retry_at:
-            self.sync_if_due()
-        return self.core.acquire(cost, costs)
+            allowed = single.take(cost) is not None  # the fast path: one counter, no network unless due
+        else:
+            if not core.configured and core.now_ms() >= core.retry_at:
+                self.sync_if_due()
+            allowed = core.acquire(cost, costs)
+        core.count(allowed, cost, costs)
+        return allowed
 
     def sync_if_due(self) -> None:
         """Exchange now if an interval or window ended (or fetch the configuration): what a timer calls."""
@@ -131,7 +135,9 @@ class AsyncLocalLimiter:
         """LocalLimiter.try_acquire without blocking the loop."""
         if self.core.now_ms() >= self.core.due_at:
             await self.sync_if_due()
-        return self.core.acquire(cost, costs)
+        allowed = self.core.acquire(cost, costs)
+        self.core.count(allowed, cost, costs)
+        return allowed
 
     async def sync_if_due(self) -> None:
         core = self.core

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -111,6 +112,12 @@ class LimiterCore:
         self.stash: dict[str, tuple[tuple[int, int], Exchanged]] = {}  # the last round's answers, by limit
         self.retry_at = 0
         self.failing = False
+        # Usage: the decisions since the last report, and the report sent but not yet acknowledged (resent as it
+        # is, same sequence, until the platform answers: it counts each sequence once).
+        self.tally: dict[str, int] = {}
+        self.report: dict[str, Any] | None = None
+        self.sequence = 0
+        self.tally_lock = threading.Lock()  # decisions of many threads, and the round that takes them
 
     def now_ms(self) -> int:
         return self.local_ms() + self.offset
@@ -152,7 +159,27 @@ class LimiterCore:
             state = mine.get(name) or (windows.current[0], windows.prev_start, counter.own, counter.own_prev)
             counters.append(dict(zip(("limit", "window_start", "prev_window_start", "count", "count_prev"),
                                      (name, *state), strict=True)))  # fmt: skip
-        return {**self.body, "counters": counters}
+        with self.tally_lock:
+            if self.report is None and self.tally:
+                tally, self.tally = self.tally, {}
+                self.sequence += 1
+                costs = {name[5:]: n for name, n in tally.items() if name.startswith("cost:")}
+                allowed, denied = tally.get("allowed", 0), tally.get("denied", 0)
+                self.report = {"sequence": self.sequence, "allowed": allowed, "denied": denied, "costs": costs}
+        usage = {"usage": self.report} if self.report is not None else {}
+        return {**self.body, "counters": counters, **usage}
+
+    def count(self, allowed: bool, cost: int, costs: Mapping[str, int] | None) -> None:
+        """One decision, for the next usage report (what it admitted, per unit, when allowed)."""
+        with self.tally_lock:
+            tally = self.tally
+            if not allowed:
+                tally["denied"] = tally.get("denied", 0) + 1
+                return
+            tally["allowed"] = tally.get("allowed", 0) + 1
+            for unit, amount in (costs or {REQUESTS: cost}).items():
+                if amount > 0:
+                    tally["cost:" + unit] = tally.get("cost:" + unit, 0) + amount
 
     def round(self, post: Post, mine: Mapping[str, tuple[int, int, int, int]] | None = None) -> bool:
         """One exchange for every counter; False (and counters holding) when the platform did not answer."""
@@ -172,6 +199,8 @@ class LimiterCore:
         except (KeyError, TypeError, ValueError) as error:
             return self.failed(PlatformUnavailable(f"Unexpected sync answer: {error!r}", code="unexpected_response"))
         self.failing = False
+        if body.get("usage") is self.report:
+            self.report = None  # acknowledged: counted once by the platform
         return True
 
     def failed(self, error: QuotaError) -> bool:
