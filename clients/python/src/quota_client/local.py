@@ -89,8 +89,12 @@ class LocalLimiter:
                 if core.post is not None and core.now_ms() >= core.retry_at:
                     core.round(core.post)
                 return
+            before = sum(counter.exchanges for counter in core.counters.values())
             for counter in list(core.counters.values()):
                 counter.sync_if_due()
+            exchanged = sum(counter.exchanges for counter in core.counters.values()) > before
+            if not exchanged and core.usage_due() and core.post is not None:
+                core.round(core.post)  # nothing admitted, but refusals to report for usage
 
     def start_background_sync(self, interval_s: float | None = None) -> None:
         """A daemon thread calling sync_if_due every `interval_s` (default: a quarter of the shortest sync_ms),

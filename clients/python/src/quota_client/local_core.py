@@ -118,6 +118,7 @@ class LimiterCore:
         self.report: dict[str, Any] | None = None
         self.sequence = 0
         self.tally_lock = threading.Lock()  # decisions of many threads, and the round that takes them
+        self.last_round_at = 0
 
     def now_ms(self) -> int:
         return self.local_ms() + self.offset
@@ -181,8 +182,15 @@ class LimiterCore:
                 if amount > 0:
                     tally["cost:" + unit] = tally.get("cost:" + unit, 0) + amount
 
+    def usage_due(self) -> bool:
+        """A usage report waits, and the shortest interval passed since the last round."""
+        shortest = min((info.sync_ms for info in self.infos.values()), default=1000)
+        waiting = bool(self.tally) or self.report is not None
+        return waiting and self.now_ms() - self.last_round_at >= shortest
+
     def round(self, post: Post, mine: Mapping[str, tuple[int, int, int, int]] | None = None) -> bool:
         """One exchange for every counter; False (and counters holding) when the platform did not answer."""
+        self.last_round_at = self.now_ms()
         body = self.request(mine or {})
         sent = self.local_ms()
         try:
