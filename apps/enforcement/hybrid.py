@@ -1,9 +1,10 @@
 """Hybrid counting in the API server (issue 16, docs/hybrid.md): a limit with `sync_ms` is decided by this worker
 process on its own count and what the other instances reported, exchanged with Redis every `sync_ms` and at
 window ends (quota_client.hybrid, the same algorithm the SDK's local limiter runs; the exchange is
-apps/engine/hybrid.py). A background thread makes the exchanges every TICK_S (a request makes only a window's
-first one), so what this worker admitted reaches the others within `sync_ms` + TICK_S, and a counter nobody
-uses stops exchanging.
+apps/engine/hybrid.py). A background thread looks every TICK_S for counters due, so most exchanges happen off the
+requests and what this worker admitted reaches the others within `sync_ms` even when it goes quiet; a request
+that finds its counter's exchange due (the thread not there yet) makes it itself, so no decision uses counts
+older than `sync_ms`; a counter nobody asks stops exchanging.
 
 A check with hybrid limits stays all or nothing: each hybrid limit reserves its cost here first; if one refuses,
 the others' reservations are given back and the check is refused without spending its exact limits; when Redis
@@ -114,9 +115,7 @@ def _new_counter(limit: LimitConfig, key: str, timezone: str) -> HybridCounter:
     windows = _windows(limit, timezone)
     start, end = windows(_clock.now_ms())
     variant = SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
-    # Exchanges from the background thread, not from requests (but a window's first, which learns the others'
-    # last window): a request never waits on an interval's exchange.
-    config = HybridConfig(limit=limit.quantity, sync_ms=limit.sync_ms or 1, variant=variant, inline_sync=False)
+    config = HybridConfig(limit=limit.quantity, sync_ms=limit.sync_ms or 1, variant=variant)
     exchange = _peers(RETENTION_WINDOWS * (end - start)).exchange_for(key, INSTANCE)
     counter = HybridCounter(config, windows, exchange, _clock.now_ms)
     _counters[(limit, key)] = counter
@@ -141,10 +140,9 @@ def _peers(retention_ms: int) -> RedisPeers | MemoryPeers:
         if settings.COUNTERS_REDIS_URL:
             from apps.enforcement.redis_clients import counters_client
 
-            # The batch timeout, not the hot path's: an exchange that times out leaves the counter deciding on older
-            # counts (and the bound assumes exchanges that land), while a check waits on one only at a window start.
-            timeout = settings.QUOTA_REDIS_TIMEOUT_MS
-            client = counters_client(settings.COUNTERS_REDIS_URL, timeout, settings.QUOTA_REDIS_BATCH_TIMEOUT_MS)
+            # The hot path's timeout: a request may make an exchange itself (when the background thread is late),
+            # and a Redis that does not answer must not hold it; the counter then decides on what it last knew.
+            client = counters_client(settings.COUNTERS_REDIS_URL, settings.QUOTA_REDIS_TIMEOUT_MS)
             peers = RedisPeers(client, retention_ms=retention_ms)
         else:
             peers = MemoryPeers(retention_ms, _clock.now_ms)

@@ -62,17 +62,12 @@ Windows = Callable[[int], tuple[int, int]]
 
 @dataclass(frozen=True, slots=True)
 class HybridConfig:
-    """inline_sync: a decision that finds an exchange due makes it (the SDK's default). False: only the first
-    exchange of a window is made inline; the others are left to a timer calling sync_if_due (a server, which
-    keeps network waits off its requests), except when the counter went quiet for 4 intervals."""
-
     limit: int
     sync_ms: int
     variant: str = FIXED
     hold_windows: int = 2
     restart_windows: int = 3
     ramp_windows: int = 3
-    inline_sync: bool = True
 
 
 def fixed_windows(period_ms: int) -> Windows:
@@ -94,7 +89,7 @@ class HybridCounter:
         self._peers_seen = 0  # instances the store reported, self included
         self._restart: tuple[int, int] | None = None  # (windows since the store restart, peers before it)
         self._reported: tuple[int, int, int] | None = None  # (window, own, own_prev) at the last exchange
-        self._inline_after = config.sync_ms if config.inline_sync else 4 * config.sync_ms
+        self._asked = False  # a decision was asked for since the last exchange
         self.exchanges = 0
 
     def try_acquire(self, cost: int = 1) -> bool:
@@ -107,7 +102,9 @@ class HybridCounter:
         with self._lock:
             now = self._clock()
             self._roll(now)
-            if self._synced_at is None or now - self._synced_at >= self._inline_after:
+            self._asked = True
+            # Due: a timer (sync_if_due) usually got there first; a decision never uses counts older than that.
+            if self._synced_at is None or now - self._synced_at >= self.config.sync_ms:
                 self._sync(now)
             if cost > self.config.limit or self.own + self.reduction(now) + cost > self._own_cap():
                 return None
@@ -130,12 +127,13 @@ class HybridCounter:
     def sync_if_due(self) -> None:
         """Exchange now if an interval or the window ended since the last exchange and this instance admitted
         something since: what a timer calls every `sync_ms`, so an instance that goes quiet still reports what it
-        admitted (the bound assumes it); a counter nobody uses stops exchanging."""
+        admitted (the bound assumes it), and one that keeps being asked keeps learning the others' counts even
+        while it refuses; a counter nobody asks stops exchanging."""
         with self._lock:
             now = self._clock()
             self._roll(now)
             due = self._synced_at is None or now - self._synced_at >= self.config.sync_ms
-            if due and (self._start, self.own, self.own_prev) != self._reported:
+            if due and (self._asked or (self._start, self.own, self.own_prev) != self._reported):
                 self._sync(now)
 
     @property
@@ -189,7 +187,7 @@ class HybridCounter:
 
     def _sync(self, now: int) -> None:
         self._synced_at = now
-        self._reported = (self._start, self.own, self.own_prev)
+        self._reported, self._asked = (self._start, self.own, self.own_prev), False
         self.exchanges += 1
         try:
             answer = self._exchange(self._start, self._prev_start, self.own, self.own_prev)
