@@ -26,7 +26,7 @@ from redis.exceptions import AskError, MovedError, NoScriptError, RedisClusterEx
 
 from apps.engine.keys import enc
 from apps.engine.store.args import NEEDS_SEED, REUSED, encode
-from apps.engine.store.base import UsageRow, usage_row
+from apps.engine.store.base import UsageRow
 from apps.engine.store.plan import ItemPlan
 from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore, _text
 from apps.engine.store.slots import CrossSlotCheck, reused_positions
@@ -143,14 +143,7 @@ class ClusterStore(SpreadChecks, RedisStore):
     def usage_rows(self, minute: int) -> list[UsageRow]:
         """The usage counted during `minute` on every master."""
         keys = sorted({_text(key) for index in self._index_keys(str(minute)) for key in self._client.smembers(index)})
-        pipe = self._client.pipeline(transaction=False)
-        for key in keys:
-            pipe.hgetall(key)
-        rows = []
-        for key, fields in zip(keys, pipe.execute(), strict=True):
-            counters = {_text(name): int(value) for name, value in fields.items()}
-            rows.append(usage_row(self._layout, key, counters))
-        return rows
+        return self._usage_rows_of(keys)
 
     def usage_discard(self, minute: int) -> None:
         """Delete the usage of `minute` and its indexes, slot by slot."""

@@ -147,6 +147,10 @@ class RedisStore:
     def usage_rows(self, minute: int) -> list[UsageRow]:
         """The usage counted during `minute` (see Store.usage_rows)."""
         keys = sorted(_text(key) for key in self._client.smembers(self._layout.usage_index_key(minute)))
+        return self._usage_rows_of(keys)
+
+    def _usage_rows_of(self, keys: list[str]) -> list[UsageRow]:
+        """The UsageRow of each usage hash in `keys`, read in one pipeline."""
         pipe = self._client.pipeline(transaction=False)
         for key in keys:
             pipe.hgetall(key)
