@@ -174,6 +174,14 @@ def redis_error_recorded(kind: str) -> None:
     REDIS_ERRORS.labels(kind=kind if kind in REDIS_ERROR_KINDS else OTHER).inc()
 
 
+# Hybrid counting (apps/enforcement/hybrid.py): exchanges that did not land leave a counter deciding on older counts.
+HYBRID_EXCHANGES = Counter("quota_hybrid_exchanges", "Hybrid counting's exchanges with Redis, by outcome.", ["outcome"])
+
+
+def hybrid_exchange_counted(*, ok: bool) -> None:
+    HYBRID_EXCHANGES.labels(outcome="ok" if ok else "failed").inc()
+
+
 def rows_quarantined_count(*, writer: str, count: int = 1) -> None:
     """Count `count` rows `writer` quarantined (apps/common/quarantine.py); off the hot path."""
     ROWS_QUARANTINED.labels(writer=writer).inc(count)

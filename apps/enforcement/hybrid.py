@@ -22,8 +22,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
-from quota_client.hybrid import FIXED, SLIDING, HybridConfig, HybridCounter, MemoryPeers, Windows, fixed_windows
+from quota_client.hybrid import (
+    FIXED,
+    SLIDING,
+    Exchange,
+    Exchanged,
+    HybridConfig,
+    HybridCounter,
+    MemoryPeers,
+    Windows,
+    fixed_windows,
+)
 
+from apps.common import metrics
 from apps.engine import CheckItem, KeyLayout, LimitResult, LimitSpec
 from apps.engine.clock import SystemClock
 from apps.engine.hybrid import RedisPeers, hybrid_key
@@ -116,11 +127,27 @@ def _new_counter(limit: LimitConfig, key: str, timezone: str) -> HybridCounter:
     start, end = windows(_clock.now_ms())
     variant = SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
     config = HybridConfig(limit=limit.quantity, sync_ms=limit.sync_ms or 1, variant=variant)
-    exchange = _peers(RETENTION_WINDOWS * (end - start)).exchange_for(key, INSTANCE)
+    exchange = _counted(_peers(RETENTION_WINDOWS * (end - start)).exchange_for(key, INSTANCE))
     counter = HybridCounter(config, windows, exchange, _clock.now_ms)
     _counters[(limit, key)] = counter
     _ticker_start()
     return counter
+
+
+def _counted(exchange: Exchange) -> Exchange:
+    """`exchange`, its outcomes counted in /metrics (quota_hybrid_exchanges): a failed one leaves the counter
+    deciding on the counts it last had (docs/hybrid.md, edge case 1), which operators should see."""
+
+    def counted(start: int, prev_start: int, own: int, own_prev: int) -> Exchanged:
+        try:
+            answer = exchange(start, prev_start, own, own_prev)
+        except Exception:
+            metrics.hybrid_exchange_counted(ok=False)
+            raise
+        metrics.hybrid_exchange_counted(ok=True)
+        return answer
+
+    return counted
 
 
 def _windows(limit: LimitConfig, timezone: str) -> Windows:

@@ -106,3 +106,18 @@ def test_a_batch_decides_hybrid_limits_in_process(api, operation, mode: str) -> 
     assert verdicts == ([True, True, True, False] if mode == "independent" else [False] * 4)
     after = check(api).json()["limits"][0]["remaining"]
     assert after == (0 if mode == "independent" else 2)  # an atomic refusal gave every reservation back
+
+
+def test_exchanges_that_do_not_land_are_counted_for_operators(api, operation, settings) -> None:
+    from prometheus_client import REGISTRY
+
+    def failed() -> float:
+        return REGISTRY.get_sample_value("quota_hybrid_exchanges_total", {"outcome": "failed"}) or 0.0
+
+    hot_limit(operation, quantity=5)
+    settings.COUNTERS_REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens: every exchange fails
+    before = failed()
+    answers = [check(api).json() for _ in range(3)]
+    assert failed() == before + 1  # the first exchange failed; the next ones are not due yet
+    # Before any answer from the store the counter ramps its own share (docs/hybrid.md, edge case 4): 5 // 3.
+    assert [answer["allowed"] for answer in answers] == [True, False, False]
