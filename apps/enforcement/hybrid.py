@@ -14,12 +14,14 @@ then refuses the exact limits, the hybrid reservations are given back (services.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import secrets
 import socket
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from quota_client.hybrid import (
@@ -50,8 +52,17 @@ TICK_S = 0.05  # how often the background exchange looks for counters due (a due
 
 _counters: dict[tuple[LimitConfig, str], HybridCounter] = {}
 _lock = threading.Lock()
-_clock = SystemClock()
+CLOCK = SystemClock()  # the windows' clock (sync.py answers it as now_ms)
 _ticker: threading.Thread | None = None
+
+
+class Taken(NamedTuple):
+    """One reservation: `cost` counted on `counter` (the limit named `limit`) in the window starting `window`."""
+
+    counter: HybridCounter
+    cost: int
+    window: int
+    limit: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,25 +72,21 @@ class HybridHold:
     allowed: bool
     retry_after_ms: int | None
     results: tuple[LimitResult, ...]
-    taken: tuple[tuple[HybridCounter, int, int], ...]  # (counter, cost, window start)
+    taken: tuple[Taken, ...]
 
     def given_back(self) -> tuple[LimitResult, ...]:
         """The reports once the reservations are given back (hybrid_give_back): what they took is left again."""
-        returned = {id(counter): cost for counter, cost, _ in self.taken}
-        names = {counter_name: returned[counter_id] for counter_name, counter_id in self.names}
+        returned = {taken.limit: taken.cost for taken in self.taken}
         return tuple(
-            dataclasses.replace(result, remaining=min(result.limit, result.remaining + names.get(result.name, 0)))
+            dataclasses.replace(result, remaining=min(result.limit, result.remaining + returned.get(result.name, 0)))
             for result in self.results
         )
-
-    names: tuple[tuple[str, int], ...] = ()  # (limit name, id of its counter) of the reservations taken
 
 
 def hybrid_take(item: CheckItem, limits: Sequence[LimitConfig], specs: Sequence[LimitSpec]) -> HybridHold:
     """Reserve `item`'s cost on each hybrid limit, all or nothing (a shadow limit reports, never refuses)."""
     counters = [counter_for(limit, spec, item) for limit, spec in zip(limits, specs, strict=True)]
-    taken: list[tuple[HybridCounter, int, int]] = []
-    names: list[tuple[str, int]] = []
+    taken: list[Taken] = []
     over: set[str] = set()
     for limit, counter in zip(limits, counters, strict=True):
         cost = item.cost_of(limit.unit)
@@ -89,8 +96,7 @@ def hybrid_take(item: CheckItem, limits: Sequence[LimitConfig], specs: Sequence[
         if window is None:
             over.add(limit.name)
         else:
-            taken.append((counter, cost, window))
-            names.append((limit.name, id(counter)))
+            taken.append(Taken(counter, cost, window, limit.name))
     refused = [limit for limit in limits if limit.name in over and limit.mode != "shadow"]
     if refused:
         hybrid_give_back(taken)
@@ -101,18 +107,17 @@ def hybrid_take(item: CheckItem, limits: Sequence[LimitConfig], specs: Sequence[
     retry = max((result.reset_ms for result in results if result.over and not result.shadow), default=0)
     if any(item.cost_of(limit.unit) > limit.quantity for limit in refused):
         return HybridHold(False, None, results, ())  # the cost can never pass
-    return HybridHold(not refused, retry if refused else 0, results, tuple(taken), tuple(names))
+    return HybridHold(not refused, retry if refused else 0, results, tuple(taken))
 
 
-def hybrid_give_back(taken: Sequence[tuple[HybridCounter, int, int]]) -> None:
-    for counter, cost, window in taken:
-        counter.give_back(cost, window)
+def hybrid_give_back(taken: Sequence[Taken]) -> None:
+    for reservation in taken:
+        reservation.counter.give_back(reservation.cost, reservation.window)
 
 
 def counter_for(limit: LimitConfig, spec: LimitSpec, item: CheckItem) -> HybridCounter:
     """This process's counter of `limit` for `item`'s key (made on first use)."""
-    layout = KeyLayout(settings.QUOTA_KEY_PREFIX)
-    key = hybrid_key(layout.counter_keys(spec, item)[0], settings.QUOTA_KEY_PREFIX)
+    key = counter_key(spec, item)
     counter = _counters.get((limit, key))
     if counter is None:
         with _lock:
@@ -120,15 +125,27 @@ def counter_for(limit: LimitConfig, spec: LimitSpec, item: CheckItem) -> HybridC
     return counter
 
 
+def counter_key(spec: LimitSpec, item: CheckItem) -> str:
+    """The exchange hash of `spec`'s counter for `item`: the API workers' and the SDK limiters' (sync.py) alike."""
+    prefix = settings.QUOTA_KEY_PREFIX
+    return hybrid_key(_layout(prefix).counter_keys(spec, item)[0], prefix)
+
+
+@functools.lru_cache(maxsize=4)
+def _layout(prefix: str) -> KeyLayout:
+    """One layout per prefix: it compiles each limit's key pattern once, not per check."""
+    return KeyLayout(prefix)
+
+
 def _new_counter(limit: LimitConfig, key: str, timezone: str) -> HybridCounter:
     if len(_counters) >= MAX_COUNTERS:
         _counters.clear()
-    windows = _windows(limit, timezone)
-    start, end = windows(_clock.now_ms())
+    windows = windows_of(limit, timezone)
+    start, end = windows(CLOCK.now_ms())
     variant = SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
     config = HybridConfig(limit=limit.quantity, sync_ms=limit.sync_ms or 1, variant=variant)
-    exchange = _counted(_peers(RETENTION_WINDOWS * (end - start)).exchange_for(key, INSTANCE))
-    counter = HybridCounter(config, windows, exchange, _clock.now_ms)
+    exchange = _counted(peers_for(RETENTION_WINDOWS * (end - start)).exchange_for(key, INSTANCE))
+    counter = HybridCounter(config, windows, exchange, CLOCK.now_ms)
     _counters[(limit, key)] = counter
     _ticker_start()
     return counter
@@ -150,7 +167,7 @@ def _counted(exchange: Exchange) -> Exchange:
     return counted
 
 
-def _windows(limit: LimitConfig, timezone: str) -> Windows:
+def windows_of(limit: LimitConfig, timezone: str) -> Windows:
     if limit.algorithm == Algorithm.CALENDAR:
         period = limit.calendar_period or "day"
         return lambda now: pick_window(window_bounds(now, timezone, period), now)
@@ -160,21 +177,30 @@ def _windows(limit: LimitConfig, timezone: str) -> Windows:
 _peers_by_retention: dict[int, RedisPeers | MemoryPeers] = {}
 
 
-def _peers(retention_ms: int) -> RedisPeers | MemoryPeers:
+def peers_for(retention_ms: int) -> RedisPeers | MemoryPeers:
     """The shared store of the exchanges: the counters' Redis, or this process alone in the embedded default."""
     peers = _peers_by_retention.get(retention_ms)
     if peers is None:
         if settings.COUNTERS_REDIS_URL:
-            from apps.enforcement.redis_clients import counters_client
-
-            # The hot path's timeout: a request may make an exchange itself (when the background thread is late),
-            # and a Redis that does not answer must not hold it; the counter then decides on what it last knew.
-            client = counters_client(settings.COUNTERS_REDIS_URL, settings.QUOTA_REDIS_TIMEOUT_MS)
-            peers = RedisPeers(client, retention_ms=retention_ms)
+            peers = RedisPeers(counters_redis(), retention_ms=retention_ms)
         else:
-            peers = MemoryPeers(retention_ms, _clock.now_ms)
+            peers = MemoryPeers(retention_ms, CLOCK.now_ms)
         _peers_by_retention[retention_ms] = peers
     return peers
+
+
+def counters_redis() -> Any:
+    """This process's client of the counters' Redis for hybrid exchanges and sync reports (one pool, made once
+    per URL). The hot path's timeout: a request may make an exchange itself (when the background thread is
+    late), and a Redis that does not answer must not hold it; the counter then decides on what it last knew."""
+    return _client(settings.COUNTERS_REDIS_URL, settings.QUOTA_REDIS_TIMEOUT_MS)
+
+
+@functools.lru_cache(maxsize=4)
+def _client(url: str, timeout_ms: int) -> Any:
+    from apps.enforcement.redis_clients import counters_client
+
+    return counters_client(url, timeout_ms)
 
 
 def _result(limit: LimitConfig, counter: HybridCounter, over: bool) -> LimitResult:

@@ -125,7 +125,7 @@ def costs_parse(value: Any, errors: Errors) -> dict[str, int]:
     for unit, cost in value.items():
         if type(unit) is not str or not NAME.fullmatch(unit):
             problems.append(f"“{unit[:70]}” is not a valid unit name (letters, digits, _ . -; max 64).")
-        elif (whole := _whole(cost, 0, MAX_COST)) is None:
+        elif (whole := whole_number(cost, 0, MAX_COST)) is None:
             problems.append(f"“{unit}” must be a whole number from 0 to {MAX_COST}, not {cost!r:.40}.")
         else:
             costs[unit] = whole
@@ -134,7 +134,7 @@ def costs_parse(value: Any, errors: Errors) -> dict[str, int]:
     return costs
 
 
-def _whole(value: Any, low: int, high: int) -> int | None:
+def whole_number(value: Any, low: int, high: int) -> int | None:
     """`value` as an int in [low, high], or None. A JSON number with no fraction (5.0) is a whole number
     (JSON Schema's `integer`); booleans are not."""
     if type(value) is float and value.is_integer():
@@ -284,7 +284,7 @@ def parse_path_text(name: str, value: str, max_length: int) -> str:
 def parse_ttl(data: Any) -> int | None:
     if type(data) is not dict or "ttl_s" not in data:
         return None
-    ttl = _whole(data["ttl_s"], 1, MAX_LEASE_TTL_S)
+    ttl = whole_number(data["ttl_s"], 1, MAX_LEASE_TTL_S)
     if ttl is None:
         raise ParseError({"ttl_s": [f"Must be a whole number of seconds from 1 to {MAX_LEASE_TTL_S}."]})
     return ttl

@@ -21,20 +21,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from quota_client.hybrid import FIXED, SLIDING, Exchanged, Windows
 from redis.exceptions import RedisError
 
 from apps.apikeys.selectors import ApiPrincipal
 from apps.enforcement.fallback.decide import StoreUnavailable
-from apps.enforcement.hybrid import RETENTION_WINDOWS, _peers, _windows
-from apps.enforcement.hybrid import _clock as hybrid_clock
-from apps.enforcement.parsing import MAX_COST, Errors, ParseError, parse_check, text_problem
+from apps.enforcement.hybrid import CLOCK as hybrid_clock
+from apps.enforcement.hybrid import RETENTION_WINDOWS, counter_key, peers_for, windows_of
+from apps.enforcement.parsing import MAX_COST, Errors, ParseError, parse_check, text_problem, whole_number
 from apps.enforcement.services import check_resolve
 from apps.enforcement.specs import engine_args, limit_spec_of
 from apps.enforcement.sync_usage import UsageReport, parse_usage, usage_report
-from apps.engine import CheckItem, KeyLayout
-from apps.engine.hybrid import hybrid_key
+from apps.engine import CheckItem
 from apps.limits.models import Algorithm
 from apps.limits.snapshot import LimitConfig, Snapshot
 
@@ -137,7 +135,7 @@ def _counter(raw: Any, errors: Errors) -> SyncCounter | None:
     problem = "This field is required." if limit is None else text_problem(limit, MAX_LIMIT_NAME_LENGTH)
     if problem is not None:
         errors["limit"] = [problem]
-    numbers = {name: _whole(raw.get(name), top) for name, top in NUMBERS.items()}
+    numbers = {name: whole_number(raw.get(name), 0, top) for name, top in NUMBERS.items()}
     for name, number in numbers.items():
         if number is None:
             errors[name] = [f"Required: a whole number from 0 to {NUMBERS[name]}."]
@@ -147,12 +145,6 @@ def _counter(raw: Any, errors: Errors) -> SyncCounter | None:
         int(numbers[name] or 0) for name in ("window_start", "prev_window_start", "count", "count_prev")
     )
     return SyncCounter(str(limit), start, prev_start, count, count_prev)
-
-
-def _whole(value: Any, high: int) -> int | None:
-    if type(value) is float and value.is_integer():
-        value = int(value)
-    return value if type(value) is int and 0 <= value <= high else None
 
 
 def sync_exchange(*, principal: ApiPrincipal, request: SyncRequest, snapshot: Snapshot) -> SyncOutcome:
@@ -194,7 +186,7 @@ def _check_windows(counters: Sequence[SyncCounter], limits: Sequence[LimitConfig
     seen: set[str] = set()
     for index, counter in enumerate(counters):
         limit = by_name.get(counter.limit)
-        problem = None if limit is None else _window_problem(counter, _windows(limit, timezone), now)
+        problem = None if limit is None else _window_problem(counter, windows_of(limit, timezone), now)
         if limit is not None and counter.limit in seen:  # checked for limits in force only, as the windows are
             problem = {"limit": ["Another counter of this request names the same limit."]}
         seen.add(counter.limit)
@@ -223,13 +215,12 @@ def _window_problem(counter: SyncCounter, windows: Windows, now: int) -> Errors 
 
 
 def _exchange(limit: LimitConfig, item: CheckItem, instance: str, counter: SyncCounter | None, now: int) -> SyncedLimit:
-    windows = _windows(limit, item.timezone)
+    windows = windows_of(limit, item.timezone)
     start, end = windows(now)
-    prefix = settings.QUOTA_KEY_PREFIX
-    key = hybrid_key(KeyLayout(prefix).counter_keys(limit_spec_of(limit), item)[0], prefix)
+    key = counter_key(limit_spec_of(limit), item)
     if counter is None:  # nothing admitted yet: count 0 in the current window, to learn the others'
         counter = SyncCounter(limit.name, start, windows(start - 1)[0], 0, 0)
-    exchange: Callable[..., Exchanged] = _peers(RETENTION_WINDOWS * (end - start)).exchange
+    exchange: Callable[..., Exchanged] = peers_for(RETENTION_WINDOWS * (end - start)).exchange
     try:
         answer = exchange(
             key, instance, counter.window_start, counter.prev_window_start, counter.count, counter.count_prev

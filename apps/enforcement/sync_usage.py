@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 
 from apps.enforcement.ledger import decision_ledger
-from apps.enforcement.parsing import MAX_COST, Errors, costs_parse
+from apps.enforcement.parsing import MAX_COST, Errors, costs_parse, whole_number
 from apps.engine import CheckItem
 from apps.engine.keys import enc
 from apps.usage.services import DecisionCounts
@@ -40,7 +40,7 @@ def parse_usage(raw: Any, errors: Errors) -> UsageReport | None:
         errors["usage"] = {"non_field_errors": [f"An object with only {', '.join(sorted(USAGE_FIELDS))}."]}
         return None
     numbers = {
-        name: _whole(raw.get(name, 0 if name != "sequence" else None), MAX_COST)
+        name: whole_number(raw.get(name, 0 if name != "sequence" else None), 0, MAX_COST)
         for name in ("sequence", "allowed", "denied")
     }
     for name, number in numbers.items():
@@ -52,12 +52,6 @@ def parse_usage(raw: Any, errors: Errors) -> UsageReport | None:
         return None
     pairs = tuple(sorted(costs.items()))
     return UsageReport(int(numbers["sequence"] or 0), int(numbers["allowed"] or 0), int(numbers["denied"] or 0), pairs)
-
-
-def _whole(value: Any, high: int) -> int | None:
-    if type(value) is float and value.is_integer():
-        value = int(value)
-    return value if type(value) is int and 0 <= value <= high else None
 
 
 def usage_report(item: CheckItem, instance: str, report: UsageReport, now: int) -> None:
@@ -75,8 +69,8 @@ def usage_report(item: CheckItem, instance: str, report: UsageReport, now: int) 
 def _first_time(customer: str, instance: str, sequence: int) -> bool:
     if not settings.COUNTERS_REDIS_URL:
         return True  # the embedded default: one process, nothing to deduplicate across
-    from apps.enforcement.redis_clients import counters_client
+    from apps.enforcement.hybrid import counters_redis
 
-    client = counters_client(settings.COUNTERS_REDIS_URL, settings.QUOTA_REDIS_TIMEOUT_MS)
+    client = counters_redis()
     key = f"{settings.QUOTA_KEY_PREFIX}:sr:{{c={enc(customer)}}}:{enc(instance)}:{sequence}"
     return bool(client.set(key, 1, nx=True, px=REPORT_TTL_MS))
