@@ -22,7 +22,9 @@ def text_field(max_length: int, **kwargs: Any) -> serializers.CharField:
     )
 
 
-class CheckInputSerializer(serializers.Serializer):
+class CheckTargetSerializer(serializers.Serializer):
+    """Who and what a check (or a local limiter's sync) is about: the fields they share."""
+
     customer = text_field(parsing.MAX_CUSTOMER_LENGTH)
     operation = text_field(parsing.MAX_OPERATION_LENGTH)
     resource = text_field(parsing.MAX_RESOURCE_LENGTH, required=False)
@@ -32,6 +34,9 @@ class CheckInputSerializer(serializers.Serializer):
         validators=[MaxLengthValidator(parsing.MAX_ATTRIBUTES)],
         help_text=f"Attribute name (letters, digits, _ . -; max 64) → value; at most {parsing.MAX_ATTRIBUTES}.",
     )
+
+
+class CheckInputSerializer(CheckTargetSerializer):
     costs = serializers.DictField(
         child=serializers.IntegerField(min_value=0, max_value=parsing.MAX_COST),
         required=False,

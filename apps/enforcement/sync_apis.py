@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.validators import MaxLengthValidator
-from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -14,7 +13,6 @@ from rest_framework.response import Response
 from apps.enforcement import parsing
 from apps.enforcement import serializers as check_serializers
 from apps.enforcement.authentication import request_principal
-from apps.enforcement.schema import NAME_SCHEMA
 from apps.enforcement.service_api import ServiceApi
 from apps.enforcement.sync import (
     MAX_COUNTERS,
@@ -59,20 +57,12 @@ class SyncUsageSerializer(serializers.Serializer):
     costs = serializers.DictField(
         child=serializers.IntegerField(min_value=0, max_value=parsing.MAX_COST),
         required=False,
+        validators=[MaxLengthValidator(parsing.MAX_COST_UNITS)],
         help_text="What the allowed decisions admitted, per unit (as a check's costs).",
     )
 
 
-class SyncInputSerializer(serializers.Serializer):
-    customer = text_field(parsing.MAX_CUSTOMER_LENGTH)
-    operation = text_field(parsing.MAX_OPERATION_LENGTH)
-    resource = text_field(parsing.MAX_RESOURCE_LENGTH, required=False)
-    attributes = serializers.DictField(
-        child=text_field(parsing.MAX_ATTRIBUTE_VALUE_LENGTH),
-        required=False,
-        validators=[MaxLengthValidator(parsing.MAX_ATTRIBUTES)],
-        help_text=f"Attribute name (letters, digits, _ . -; max 64) → value; at most {parsing.MAX_ATTRIBUTES}.",
-    )
+class SyncInputSerializer(check_serializers.CheckTargetSerializer):
     instance = text_field(MAX_INSTANCE_LENGTH, help_text="The local limiter's id, random and stable for its lifetime.")
     usage = SyncUsageSerializer(
         required=False, help_text="The decisions made since the last acknowledged report, added to usage once."
@@ -157,24 +147,6 @@ EXAMPLE_ANSWER = {
 }
 
 
-class _ClosedBody(OpenApiSerializerExtension):
-    """The parser refuses fields it does not name, and attribute names outside the name pattern: say so."""
-
-    target_class = "apps.enforcement.sync_apis.SyncInputSerializer"
-    match_subclasses = False
-
-    def map_serializer(self, auto_schema: Any, direction: Any) -> Any:
-        schema = auto_schema._map_basic_serializer(self.target, direction)
-        schema["additionalProperties"] = False
-        if "attributes" in schema.get("properties", {}):
-            schema["properties"]["attributes"]["propertyNames"] = NAME_SCHEMA
-        return schema
-
-
-class _ClosedCounter(_ClosedBody):
-    target_class = "apps.enforcement.sync_apis.SyncCounterSerializer"
-
-
 def sync_body(outcome: SyncOutcome) -> dict[str, Any]:
     return {
         "now_ms": outcome.now_ms,
@@ -220,13 +192,3 @@ class SyncApi(ServiceApi):
         sync_request = parse_sync(request.data)
         outcome = sync_exchange(principal=request_principal(request), request=sync_request, snapshot=snapshot_current())
         return Response(sync_body(outcome))
-
-
-class _ClosedUsage(_ClosedBody):
-    target_class = "apps.enforcement.sync_apis.SyncUsageSerializer"
-
-    def map_serializer(self, auto_schema: Any, direction: Any) -> Any:
-        schema = super().map_serializer(auto_schema, direction)
-        if "costs" in schema.get("properties", {}):  # the same unit names and number of units as a check's costs
-            schema["properties"]["costs"].update(propertyNames=NAME_SCHEMA, maxProperties=parsing.MAX_COST_UNITS)
-        return schema
