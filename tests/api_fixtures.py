@@ -5,7 +5,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.apikeys.services import api_key_create
-from apps.enforcement import authentication, names
+from apps.enforcement import authentication, hybrid, names
 from apps.enforcement.authentication import BadKeyGuard
 from apps.enforcement.ledger import decision_ledger
 from apps.enforcement.seeding import usage_seeds
@@ -85,3 +85,12 @@ def client_with(key: str | None) -> APIClient:
 @pytest.fixture
 def api(service_key, engine) -> APIClient:
     return client_with(service_key)
+
+
+@pytest.fixture
+def own_hybrid_counters(settings, key_prefix):
+    """Hybrid counters (apps/enforcement/hybrid.py) of this test's own: its key prefix, none left from before."""
+    settings.QUOTA_KEY_PREFIX = key_prefix
+    hybrid.hybrid_reset()
+    yield
+    hybrid.hybrid_reset()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from django.db.models import Sum
 
-from apps.enforcement import hybrid
 from apps.enforcement.ledger import decision_ledger
 from apps.limits.models import Algorithm
 from apps.usage.models import UsageMinute
@@ -14,15 +13,7 @@ from apps.usage.services import usage_flush
 from tests.limits.factories import LimitFactory, OperationFactory
 from tests.support.redis_monitor import commands_sent_during
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _own_counters(settings, key_prefix):
-    settings.QUOTA_KEY_PREFIX = key_prefix
-    hybrid.hybrid_reset()
-    yield
-    hybrid.hybrid_reset()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_hybrid_counters")]
 
 
 @pytest.fixture

@@ -13,21 +13,13 @@ from tests.api_fixtures import client_with
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_hybrid_counters")]
 
 LIMIT_FIELDS = {
     "limit", "algorithm", "quantity", "unit", "sync_ms", "variant", "shadow", "window_start", "window_end",
     "next_window_end", "others", "others_prev", "instances", "fresh",
 }  # fmt: skip
 HOUR_MS = 3_600_000
-
-
-@pytest.fixture(autouse=True)
-def _own_counters(settings, key_prefix):
-    settings.QUOTA_KEY_PREFIX = key_prefix
-    hybrid.hybrid_reset()
-    yield
-    hybrid.hybrid_reset()
 
 
 @pytest.fixture
