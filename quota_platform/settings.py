@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "apps.console",
     "apps.history",
     "apps.accounts",
+    "apps.quality",
 ]
 
 MIDDLEWARE = [
