@@ -2,8 +2,9 @@ from django.db import models
 
 # The counters of every usage row (UsageBucket), in the order reports show them.
 COUNTERS = ("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable")
-# Every summed column: the counters, and the session time measured from lease lifetimes.
-AMOUNTS = (*COUNTERS, "session_ms")
+# Every summed column: the counters, the session time measured from lease lifetimes, and the decisions the
+# decision log recorded (apps/quality compares them with the entries it drained).
+AMOUNTS = (*COUNTERS, "session_ms", "logged")
 
 
 class UsageBucket(models.Model):
@@ -14,7 +15,9 @@ class UsageBucket(models.Model):
     Every check the API answered is counted in exactly one of `allowed`, `denied`, `rule_denied` and
     `unavailable`; `shadow_denied` and `degraded` count a part of those again.
     `costs` holds the admitted cost per unit, e.g. {"requests": 12, "records": 3400}. `session_ms` is the time
-    the customer's leases on the operation were held within the bucket (engine/store/sessions.py).
+    the customer's leases on the operation were held within the bucket (engine/store/sessions.py). `logged` counts
+    the decisions whose entry the check script wrote into the decision log (limits with audit on, apps/quality): the
+    loss check compares it with the entries drained. Not activity on its own: such decisions are in allowed or denied.
     """
 
     customer = models.CharField(max_length=200)
@@ -40,6 +43,9 @@ class UsageBucket(models.Model):
     session_ms = models.PositiveBigIntegerField(
         default=0,
         help_text="Milliseconds leases were held in the bucket (measured from their lifetimes, not reported).",
+    )
+    logged = models.PositiveBigIntegerField(
+        default=0, help_text="Decisions written into the decision log (limits with audit on); a part of allowed+denied."
     )
 
     # Each table gets this manager anyway; declared on the base, code given any of the three can query it.
