@@ -74,6 +74,25 @@ def purge_expired(*, now: dt.datetime | None = None) -> PurgeReport:
     return report
 
 
+def drain_decision_log() -> Any:
+    # Imported when run, like refresh_toggles: a problem in the quality app breaks its jobs only.
+    from apps.quality.services.jobs import decision_log_drain_job
+
+    return decision_log_drain_job()
+
+
+def purge_decision_log() -> Any:
+    from apps.quality.services.purge import decision_log_purge
+
+    return decision_log_purge()
+
+
+def audit_quality() -> Any:
+    from apps.quality.services.audits import audit_previous_day
+
+    return audit_previous_day()
+
+
 def refresh_toggles() -> Any:
     # Imported when run: a problem in that app then breaks this one job, not the whole table.
     from apps.toggles.services import toggles_refresh
@@ -119,6 +138,29 @@ JOBS: dict[str, Job] = {
             "apps.ops.tasks.purge_expired_task",
             "17 3 * * *",  # https://crontab.guru/#17_3_*_*_*
             "Delete usage past retention, expired overrides and access rules, old flush claims.",
+        ),
+        Job(
+            "drain_decision_log",
+            drain_decision_log,
+            "apps.ops.tasks.drain_decision_log_task",
+            "* * * * *",  # https://crontab.guru/#*_*_*_*_*
+            "Move the decision log from its Redis streams into PostgreSQL, then check no logged decision was lost.",
+            expire_seconds=50,
+        ),
+        Job(
+            "purge_decision_log",
+            purge_decision_log,
+            "apps.ops.tasks.purge_decision_log_task",
+            "27 3 * * *",  # https://crontab.guru/#27_3_*_*_*
+            "Drop the decision log's days past DECISION_LOG_RETENTION_DAYS.",
+        ),
+        Job(
+            "audit_quality",
+            audit_quality,
+            "apps.ops.tasks.audit_quality_task",
+            # After the previous day's last minutes are flushed and drained (a few minutes past midnight).
+            "20 0 * * *",  # https://crontab.guru/#20_0_*_*_*
+            "Audit the previous UTC day's decision log (limits held, concurrency, monopolization); keep the run.",
         ),
         Job(
             "refresh_toggles",

@@ -35,3 +35,20 @@ def rollup_usage_task() -> dict[str, Any]:
 @shared_task(**{**RETRIES, "max_retries": 5, "retry_backoff_max": 600}, soft_time_limit=1800, time_limit=1900)
 def purge_expired_task() -> dict[str, Any]:
     return job_run("purge_expired")
+
+
+@shared_task(**RETRIES, soft_time_limit=45, time_limit=55)
+def drain_decision_log_task() -> dict[str, Any]:
+    return job_run("drain_decision_log")
+
+
+@shared_task(**{**RETRIES, "max_retries": 5, "retry_backoff_max": 600}, soft_time_limit=1800, time_limit=1900)
+def purge_decision_log_task() -> dict[str, Any]:
+    return job_run("purge_decision_log")
+
+
+# A day of log is read once (about 1M entries in well under a minute); no retry: a failed audit leaves its
+# unfinished AuditRun, and running the same day again is `manage.py audit_quality --from ... --to ...`.
+@shared_task(soft_time_limit=3600, time_limit=3700)
+def audit_quality_task() -> dict[str, Any]:
+    return job_run("audit_quality")
