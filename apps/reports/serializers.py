@@ -149,6 +149,7 @@ class UsageRowSerializer(serializers.Serializer):
     rule_denied = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["rule_denied"])
     unavailable = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["unavailable"])
     costs = serializers.DictField(child=serializers.IntegerField(min_value=0), help_text="Admitted cost per unit.")
+    session_ms = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["session_ms"])
 
 
 class UsageListSerializer(serializers.Serializer):

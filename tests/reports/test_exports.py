@@ -66,7 +66,9 @@ def test_every_column_is_documented_in_the_module_docstring_in_order() -> None:
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_each_format_has_the_decision_counters_with_their_values(fmt) -> None:
-    UsageHourFactory(customer="acct-1", bucket=DAY0, allowed=5, denied=2, degraded=4, rule_denied=3, unavailable=6)
+    UsageHourFactory(
+        customer="acct-1", bucket=DAY0, allowed=5, denied=2, degraded=4, rule_denied=3, unavailable=6, session_ms=90_250
+    )
 
     (row,) = PARSERS[fmt](written(fmt, all_days()))
 
@@ -81,13 +83,14 @@ def test_each_format_has_the_decision_counters_with_their_values(fmt) -> None:
         "rule_denied": 3,
         "unavailable": 6,
         "costs": {"requests": 10, "records": 4000},
+        "session_ms": 90_250,
     }
 
 
 def test_every_counter_is_documented_with_what_it_counts() -> None:
     meanings = dict(COLUMN_DOCS)
 
-    assert ("customer", "operation", "bucket", *COUNTERS, "costs") == COLUMNS, "every stored counter is exported"
+    assert ("customer", "operation", "bucket", *COUNTERS, "costs", "session_ms") == COLUMNS, "counters, session time"
 
     assert "without Redis" in meanings["degraded"]
     assert "also counted in allowed or denied" in meanings["degraded"]
@@ -95,6 +98,8 @@ def test_every_counter_is_documented_with_what_it_counts() -> None:
     assert "not counted in denied" in meanings["rule_denied"]
     assert "503" in meanings["unavailable"]
     assert "not counted in denied" in meanings["unavailable"]
+    assert "measured" in meanings["session_ms"]
+    assert "not reported by the caller" in meanings["session_ms"]
 
 
 def test_times_are_utc_with_the_offset_written_out() -> None:
@@ -130,10 +135,12 @@ def test_xlsx_writes_counts_a_spreadsheet_cannot_hold_exactly_as_text() -> None:
         degraded=2**53 + 1,
         rule_denied=2**53 - 2,
         unavailable=2**62,
+        session_ms=2**53,
     )
 
     sheet = openpyxl.load_workbook(io.BytesIO(written("xlsx", all_days())))["usage"]
 
+    assert sheet[2][10].value == str(2**53), "session_ms, after costs, is written as text past 2**53 too"
     assert [cell.value for cell in sheet[2][3:9]] == [
         2**53 - 1,
         str(2**53),

@@ -24,7 +24,8 @@ BIGGEST_COUNT = 2**53 - 1
 FACTORY_BY_GRANULARITY = {"minute": UsageMinuteFactory, "hour": UsageHourFactory, "day": UsageDayFactory}
 # Every format's columns, in this order; the test states them rather than reading COLUMNS from the code.
 COUNTS = ("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable")
-HEADER = ("customer", "operation", "bucket", *COUNTS, "costs")
+# Session time comes last, after costs: the columns before it keep the positions they had without it.
+HEADER = ("customer", "operation", "bucket", *COUNTS, "costs", "session_ms")
 STEP = {"minute": dt.timedelta(minutes=1), "hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1)}
 
 
@@ -49,6 +50,7 @@ def usage_generate(granularity: str = "hour", *, seed: int = 6, per_series: int 
                     costs=rng.choice(
                         [{}, {"requests": rng.randrange(10**6)}, {"records": rng.randrange(10**9), "bytes": 2**62 + 7}]
                     ),
+                    session_ms=rng.choice([0, 1, rng.randrange(3_600_000), BIGGEST_COUNT]),
                 )
                 count += 1
     return count
@@ -67,6 +69,7 @@ def db_rows(filters: UsageFilters) -> list[tuple]:
             row.bucket.astimezone(dt.UTC).isoformat(),
             *(getattr(row, name) for name in COUNTS),
             row.costs,
+            row.session_ms,
         )
         for row in usage_report_rows(filters=filters)
     ]
@@ -75,7 +78,10 @@ def db_rows(filters: UsageFilters) -> list[tuple]:
 def parsed_csv(data: bytes) -> list[tuple]:
     lines = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
     assert lines[0] == list(HEADER)
-    return [(c, o, b, *map(int, counts), json.loads(costs)) for c, o, b, *counts, costs in lines[1:]]
+    return [
+        (c, o, b, *map(int, counts), json.loads(costs), int(session_ms))
+        for c, o, b, *counts, costs, session_ms in lines[1:]
+    ]
 
 
 def parsed_json(data: bytes) -> list[tuple]:
@@ -93,10 +99,10 @@ def parsed_xlsx(data: bytes) -> list[tuple]:
             continue
         values = list(sheet.iter_rows(values_only=True))
         assert values[0] == HEADER
-        for c, o, b, *counts, costs in values[1:]:
+        for c, o, b, *counts, costs, session_ms in values[1:]:
             # Counts must come back as integers, never as floats that may have lost digits.
-            assert all(type(n) is int for n in counts), counts
-            rows.append((c, o, b, *counts, json.loads(costs)))
+            assert all(type(n) is int for n in (*counts, session_ms)), (counts, session_ms)
+            rows.append((c, o, b, *counts, json.loads(costs), session_ms))
     workbook.close()
     return rows
 

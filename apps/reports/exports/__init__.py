@@ -17,21 +17,25 @@ and of the table on the admin export page):
   costs          admitted cost per unit, a JSON object with sorted keys, e.g. {"records":4000,"requests":10}.
                  Units differ between operations and are not known before the last row, so they are
                  not spread over columns.
+  session_ms     milliseconds the customer's leases on the operation were held within the bucket, measured
+                 by the counter store from the leases' lifetimes (acquired to released, or to expiry), not a
+                 cost the caller reports; 0 where no lease was held (integer). It comes last, after costs,
+                 so every column before it keeps the position it had before session time was exported.
 
-Every check is counted once, in allowed, denied, rule_denied or unavailable. Rows come ordered by bucket,
-customer, operation. Numbers are the stored integers, exactly:
+Every check is counted once, in allowed, denied, rule_denied or unavailable; session_ms is time, not
+checks. Rows come ordered by bucket, customer, operation. Numbers are the stored integers, exactly:
 
 - CSV (text/csv, UTF-8, no byte order mark, CRLF line ends): a header line, then one line per row;
   `costs` is a JSON text cell. A customer or operation that a spreadsheet would run as a formula (it
   starts with = + - @, a tab or a carriage return) gets a single quote in front; nothing else changes.
 - XLSX: sheet "usage" holds the header and the rows (past Excel's 1,048,576 rows per sheet they continue
   on "usage 2", "usage 3", ... each with the header again), then sheet "about" lists the filters, the
-  row count and these column meanings. Counts are number cells (integers below 2**53, which a
-  spreadsheet holds exactly; a larger one would be written as text rather than rounded); `bucket` and
+  row count and these column meanings. Counts and session_ms are number cells (integers below 2**53, which
+  a spreadsheet holds exactly; a larger one would be written as text rather than rounded); `bucket` and
   `costs` are text cells. Text is always stored as text, so a name starting with = is never run as a
   formula and needs no quote; control characters XML cannot hold become U+FFFD.
 - JSON (application/json, UTF-8): one object, the filters first, then "rows": a list of objects with the
-  columns above as keys, `costs` as a JSON object, counts as JSON integers:
+  columns above as keys, `costs` as a JSON object, counts and session_ms as JSON integers:
   {"granularity": "hour", "from": "...", "to": "...", "customers": [...], "operations": [...],
    "generated": "...", "rows": [{"customer": ..., ...}, ...]}
 """

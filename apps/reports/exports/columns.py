@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from apps.usage.models import UsageBucket
+from apps.usage.models import COUNTERS, UsageBucket
 
 # (name, what it holds): the one list the writers, the module docstring and the admin form page follow.
 COLUMN_DOCS: tuple[tuple[str, str], ...] = (
@@ -35,10 +35,18 @@ COLUMN_DOCS: tuple[tuple[str, str], ...] = (
         "(a JSON text cell in CSV and XLSX, an object in JSON). Units differ between operations, so they "
         "are not spread over columns.",
     ),
+    (
+        "session_ms",
+        "Milliseconds the customer's leases on the operation were held within the bucket, measured by the counter "
+        "store from the leases' lifetimes (acquired to released, or to expiry), not reported by the caller; "
+        "0 for an operation without leases (integer). Last, so the columns before it keep their positions.",
+    ),
 )
 COLUMNS: tuple[str, ...] = tuple(name for name, _ in COLUMN_DOCS)
-# The integer columns, in order: the formats write these as numbers.
-COUNT_COLUMNS: tuple[str, ...] = COLUMNS[3:-1]
+# The decision counters, in order, between `bucket` and `costs`: the formats write these as numbers.
+COUNT_COLUMNS: tuple[str, ...] = COUNTERS
+# The integer columns after `costs`, written as numbers too.
+TIME_COLUMNS: tuple[str, ...] = ("session_ms",)
 
 
 def bucket_text(row: UsageBucket) -> str:
@@ -63,4 +71,5 @@ def usage_row_dict(row: UsageBucket) -> dict[str, object]:
         "rule_denied": row.rule_denied,
         "unavailable": row.unavailable,
         "costs": row.costs,
+        "session_ms": row.session_ms,
     }

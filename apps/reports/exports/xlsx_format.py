@@ -16,14 +16,21 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
-from apps.reports.exports.columns import COLUMN_DOCS, COLUMNS, COUNT_COLUMNS, bucket_text, costs_text
+from apps.reports.exports.columns import (
+    COLUMN_DOCS,
+    COLUMNS,
+    COUNT_COLUMNS,
+    TIME_COLUMNS,
+    bucket_text,
+    costs_text,
+)
 from apps.usage.models import UsageBucket
 
 # Excel's row limit per sheet, the header row included.
 SHEET_ROWS = 1_048_576
 # Spreadsheets hold numbers as 64-bit floats: integers from here on would lose digits, so they are written as text.
 EXACT_INTEGER_LIMIT = 2**53
-COLUMN_WIDTHS = (24, 20, 27, 12, 12, 14, 12, 12, 12, 40)
+COLUMN_WIDTHS = (24, 20, 27, 12, 12, 14, 12, 12, 12, 40, 12)
 REPLACEMENT = "\ufffd"
 
 
@@ -58,6 +65,7 @@ def _values(sheet: WriteOnlyWorksheet, row: UsageBucket) -> list[object]:
         bucket_text(row),
         *(_number(getattr(row, name)) for name in COUNT_COLUMNS),
         _text(sheet, costs_text(row.costs)),
+        *(_number(getattr(row, name)) for name in TIME_COLUMNS),
     ]
 
 

@@ -44,6 +44,7 @@ def hours(db):
         rule_denied=4,
         unavailable=5,
         costs={"records": 70},
+        session_ms=42_500,
     )
     UsageHourFactory(customer="acct-1", operation="GetRecords", bucket=T + HOUR)
     UsageHourFactory(customer="acct-1", operation="PutRecords", bucket=T + 24 * HOUR)
@@ -76,6 +77,7 @@ def test_a_service_key_reads_every_customers_rows_in_bucket_customer_operation_o
         "rule_denied": 4,
         "unavailable": 5,
         "costs": {"records": 70},
+        "session_ms": 42_500,
     }
 
 
@@ -87,6 +89,9 @@ def test_the_schema_documents_every_counter_of_a_row(client, db) -> None:
     assert "without Redis" in fields["degraded"]["description"]
     assert "access rule" in fields["rule_denied"]["description"]
     assert "503" in fields["unavailable"]["description"]
+    assert fields["session_ms"]["type"] == "integer"
+    assert "leases" in fields["session_ms"]["description"]
+    assert "session_ms" in schema["components"]["schemas"]["UsageRow"]["required"]
 
 
 @pytest.mark.parametrize(
@@ -232,6 +237,7 @@ def test_csv_has_a_header_and_one_line_per_row_with_costs_as_one_json_column(api
         "4",
         "5",
         '{"records":70}',
+        "42500",
     ]
     assert len(lines) == 4
 
