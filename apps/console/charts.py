@@ -27,7 +27,7 @@ class Series:
     key: str
     label: str
     color: str
-    values: Sequence[int]
+    values: Sequence[float]  # whole counts, or seconds held to the millisecond
     dashed: bool = False
 
 
@@ -44,6 +44,9 @@ USAGE_SERIES_STYLE = {
 # Counted again inside the solid lines (shadow-denied within allowed, degraded within allowed and denied): dashed.
 PART_SERIES = frozenset({"shadow_denied", "degraded"})
 ALWAYS_DRAWN = ("allowed", "denied", "shadow_denied")
+# Session time (seconds the customer's leases were held, measured from their lifetimes) is not a count of checks:
+# it gets a chart of its own, under the checks chart, with its own axis.
+SESSION_TIME_STYLE = ("session_time", "session time (seconds leases were held)", "#01665e")
 LEGEND_ROW = 16
 
 
@@ -58,7 +61,15 @@ def nice_ceiling(value: float) -> int:
     raise AssertionError("unreachable: 10 × power is always enough")
 
 
-def axis_top(peak: int) -> int:
+def number_text(value: float, *, grouped: bool = True) -> str:
+    """A count as it is ('1,234'), seconds to the millisecond without trailing zeros ('12.5', '0.001')."""
+    if isinstance(value, int):
+        return f"{value:,}" if grouped else str(value)
+    text = f"{value:,.3f}" if grouped else f"{value:.3f}"
+    return text.rstrip("0").rstrip(".")
+
+
+def axis_top(peak: float) -> int:
     """The top of a y axis showing `peak`: Y_TICKS round steps (at least 1 each)."""
     return nice_ceiling(peak / Y_TICKS) * Y_TICKS
 
@@ -68,7 +79,7 @@ def _x(index: int, count: int) -> float:
     return LEFT + (span * index / (count - 1) if count > 1 else span / 2)
 
 
-def _y(value: int, top: int) -> float:
+def _y(value: float, top: int) -> float:
     return TOP + (HEIGHT - TOP - BOTTOM) * (1 - value / top)
 
 
@@ -127,8 +138,9 @@ def _polyline(line: Series, top: int) -> str:
     count = len(line.values)
     points = " ".join(f"{_x(i, count):.1f},{_y(v, top):.1f}" for i, v in enumerate(line.values))
     dash = ' stroke-dasharray="5 3"' if line.dashed else ""
+    total = number_text(sum(line.values), grouped=False)
     return (
-        f'<polyline data-series="{escape(line.key)}" data-total="{sum(line.values)}" fill="none" '
+        f'<polyline data-series="{escape(line.key)}" data-total="{total}" fill="none" '
         f'stroke="{line.color}" stroke-width="2"{dash} points="{points}"/>'
     )
 
@@ -143,7 +155,7 @@ def line_chart_svg(
     """
     top = axis_top(max((max(line.values, default=0) for line in series), default=0))
     slug = "".join(char if char.isalnum() else "-" for char in title.lower())
-    totals = ", ".join(f"{line.label}: {sum(line.values):,}" for line in series)
+    totals = ", ".join(f"{line.label}: {number_text(sum(line.values))}" for line in series)
     legend, extra = _legend(series)
     plot = "".join([_y_axis(top, y_label), _x_axis(x_labels, x_label), *(_polyline(line, top) for line in series)])
     body = "".join(

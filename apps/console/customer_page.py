@@ -1,5 +1,6 @@
-"""A customer's usage page: charts per operation, live limits with what they have used, leases held, and the
-monopolization score. The view only gathers: selectors and the inspection module do the work."""
+"""A customer's usage page: charts per operation (checks, and the session time its leases were held), live limits
+with what they have used, leases held, and the monopolization score. The view only gathers: selectors and the
+inspection module do the work."""
 
 from __future__ import annotations
 
@@ -13,7 +14,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from apps.console.charts import ALWAYS_DRAWN, PART_SERIES, USAGE_SERIES_STYLE, Series, bucket_labels, line_chart_svg
+from apps.console.charts import (
+    ALWAYS_DRAWN,
+    PART_SERIES,
+    SESSION_TIME_STYLE,
+    USAGE_SERIES_STYLE,
+    Series,
+    bucket_labels,
+    line_chart_svg,
+    number_text,
+)
 from apps.console.monopolization import FORMULA, MonopolizationScore, dimension_of, monopolization_score
 from apps.customers.models import Customer
 from apps.enforcement.inspection import CountersUnavailable, LimitState, customer_limit_states
@@ -24,15 +34,28 @@ from apps.usage.models import COUNTERS
 from apps.usage.selectors import DEFAULT_USAGE_RANGE, USAGE_RANGES, UsageSeries, usage_series
 
 TEMPLATE = "console/customer_usage.html"
+SESSION = "session_ms"
 Y_LABEL = {"minute": "checks per minute", "hour": "checks per hour", "day": "checks per day"}
+SESSION_Y_LABEL = {
+    "minute": "seconds held per minute",
+    "hour": "seconds held per hour",
+    "day": "seconds held per day",
+}
 
 
 @dataclass(frozen=True)
 class OperationChart:
     operation: str
     svg: SafeString
-    totals: dict[str, int]
-    rows: list[tuple[Any, ...]]  # bucket label, then one count per counter in COUNTERS order (non-empty buckets)
+    totals: dict[str, int]  # per amount (SERIES_AMOUNTS): the counters, and session_ms
+    # bucket label, one count per counter in COUNTERS order, then the session time in seconds (non-empty buckets)
+    rows: list[tuple[Any, ...]]
+    session_svg: SafeString | None = None  # drawn when leases were held in the range
+
+    @property
+    def session_seconds(self) -> str:
+        """The session time of the whole range, in seconds ('70', '0.25')."""
+        return seconds_text(self.totals.get("session_ms", 0))
 
 
 @dataclass(frozen=True)
@@ -53,6 +76,11 @@ def config_phrase(config: LimitConfig) -> str:
     return f"{amount_phrase(config.quantity, config.unit)} {period} {key_phrase(list(config.key_by))}{burst}"
 
 
+def seconds_text(ms: int) -> str:
+    """Milliseconds as seconds, exactly: 70000 -> '70', 250 -> '0.25', 1234567 -> '1,234.567'."""
+    return number_text(ms // 1000) if ms % 1000 == 0 else number_text(ms / 1000)
+
+
 def usage_charts(series: UsageSeries) -> list[OperationChart]:
     labels = bucket_labels(series.buckets, series.range.step)
     charts = []
@@ -65,11 +93,12 @@ def usage_charts(series: UsageSeries) -> list[OperationChart]:
             x_label="time (UTC)",
         )
         rows = [
-            (labels[index], *(lines[counter][index] for counter in COUNTERS))
+            (labels[index], *(lines[counter][index] for counter in COUNTERS), seconds_text(lines[SESSION][index]))
             for index in range(len(labels))
-            if any(lines[counter][index] for counter in COUNTERS)
+            if any(values[index] for values in lines.values())
         ]
-        charts.append(OperationChart(operation, svg, series.totals(operation), rows))
+        session_svg = _session_chart(operation, series, labels, lines[SESSION]) if any(lines[SESSION]) else None
+        charts.append(OperationChart(operation, svg, series.totals(operation), rows, session_svg))
     return charts
 
 
@@ -78,8 +107,21 @@ def _drawn(lines: dict[str, list[int]]) -> list[Series]:
     return [
         Series(key, *USAGE_SERIES_STYLE[key], values, dashed=key in PART_SERIES)
         for key, values in lines.items()
-        if key in ALWAYS_DRAWN or any(values)
+        if key in COUNTERS and (key in ALWAYS_DRAWN or any(values))
     ]
+
+
+def _session_chart(operation: str, series: UsageSeries, labels: list[str], session_ms: list[int]) -> SafeString:
+    """The seconds the customer's leases on `operation` were held per bucket (measured, not reported)."""
+    line = Series(*SESSION_TIME_STYLE, [ms / 1000 for ms in session_ms])
+    return line_chart_svg(
+        title=f"{operation}, session time, {series.range.label}",
+        x_labels=labels,
+        series=[line],
+        y_label=SESSION_Y_LABEL[series.range.granularity],
+        x_label="time (UTC)",
+        description=f"{line.label}: {seconds_text(sum(session_ms))} s in the {series.range.label}",
+    )
 
 
 def limit_rows(states: list[LimitState]) -> list[LimitRow]:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 USAGE_TABLES: dict[str, type[UsageBucket]] = {"minute": UsageMinute, "hour": UsageHour, "day": UsageDay}
 MINUTE_MS = 60_000
+# What a customer's usage series holds per operation: the decision counters, then the session time (ms) its leases
+# were held. Not every stored amount: `logged` is the decision log's bookkeeping, not the customer's usage.
+SERIES_AMOUNTS = (*COUNTERS, "session_ms")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +52,10 @@ DEFAULT_USAGE_RANGE = "hour"
 
 @dataclass(frozen=True, slots=True)
 class UsageSeries:
-    """A customer's usage over one range: bucket starts, and per operation a list per counter (zeros filled in)."""
+    """A customer's usage over one range: bucket starts, and per operation a list per amount (zeros filled in).
+
+    The amounts are SERIES_AMOUNTS: the decision counters (COUNTERS), then `session_ms`, the milliseconds the
+    customer's leases on the operation were held in each bucket."""
 
     range: UsageRange
     buckets: list[dt.datetime]
@@ -60,19 +66,20 @@ class UsageSeries:
 
 
 def usage_series(*, customer: str, usage_range: UsageRange, now: dt.datetime) -> UsageSeries:
-    """Every counter (COUNTERS) per operation and bucket for `customer` over `usage_range`."""
+    """Every amount (SERIES_AMOUNTS: the counters and session_ms) per operation and bucket for `customer` over
+    `usage_range`."""
     start, end = usage_range.bounds(now)
     buckets = [start + usage_range.step * index for index in range(usage_range.buckets)]
     rows = (
         USAGE_TABLES[usage_range.granularity]
         .objects.filter(customer=customer, bucket__gte=start, bucket__lt=end)
-        .values_list("operation", "bucket", *COUNTERS)
+        .values_list("operation", "bucket", *SERIES_AMOUNTS)
     )
     operations: dict[str, dict[str, list[int]]] = {}
     for operation, bucket, *counts in rows:
-        lines = operations.setdefault(operation, {counter: [0] * len(buckets) for counter in COUNTERS})
+        lines = operations.setdefault(operation, {amount: [0] * len(buckets) for amount in SERIES_AMOUNTS})
         index = (bucket - start) // usage_range.step  # the bucket it falls in, aligned or not
-        for counter, count in zip(COUNTERS, counts, strict=True):
+        for counter, count in zip(SERIES_AMOUNTS, counts, strict=True):
             lines[counter][index] += count
     return UsageSeries(usage_range, buckets, dict(sorted(operations.items())))
 

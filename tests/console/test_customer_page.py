@@ -19,7 +19,7 @@ from tests.servers import free_port
 
 pytestmark = pytest.mark.django_db
 
-NONE = dict.fromkeys(("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable"), 0)
+NONE = dict.fromkeys(("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable", "session_ms"), 0)
 
 
 def usage_url(customer: Customer, **query: str) -> str:
@@ -50,11 +50,12 @@ def test_each_operation_gets_a_chart_and_a_table_of_the_last_hour(admin_client, 
     charts = {chart.operation: chart for chart in response.context["charts"]}
     assert list(charts) == ["ListStreams", "PutRecords"]
     assert charts["PutRecords"].totals == {**NONE, "allowed": 11, "denied": 2, "shadow_denied": 1}
-    assert [row[1:] for row in charts["PutRecords"].rows] == [(7, 2, 0, 0, 0, 0), (4, 0, 1, 0, 0, 0)]
+    assert [row[1:] for row in charts["PutRecords"].rows] == [(7, 2, 0, 0, 0, 0, "0"), (4, 0, 1, 0, 0, 0, "0")]
     page = response.content.decode()
     assert page.count('<svg class="usage-chart"') == 2
     assert 'data-series="allowed" data-total="11"' in page
     assert 'data-series="degraded"' not in page, "counters that are all zero are not drawn"
+    assert 'data-series="session_time"' not in page, "no session time chart where no lease was held"
 
 
 def test_decisions_made_without_redis_or_by_a_rule_show_in_the_totals_table_and_chart(admin_client, customer) -> None:
@@ -67,12 +68,12 @@ def test_decisions_made_without_redis_or_by_a_rule_show_in_the_totals_table_and_
 
     (chart,) = response.context["charts"]
     assert chart.totals == {**NONE, "allowed": 3, "denied": 1, "degraded": 4, "rule_denied": 5, "unavailable": 6}
-    assert [row[1:] for row in chart.rows] == [(3, 1, 0, 4, 0, 0), (0, 0, 0, 0, 5, 6)]
+    assert [row[1:] for row in chart.rows] == [(3, 1, 0, 4, 0, 0, "0"), (0, 0, 0, 0, 5, 6, "0")]
     page = response.content.decode()
     assert "3 allowed, 1 denied, 0 shadow-denied, 4 degraded, 5 rule-denied, 6 unavailable" in page
     for header in ("Degraded", "Rule-denied", "Unavailable"):
         assert f'<th scope="col">{header}</th>' in page
-    assert "<td>0</td><td>0</td><td>0</td><td>0</td><td>5</td><td>6</td>" in page
+    assert "<td>0</td><td>0</td><td>0</td><td>0</td><td>5</td><td>6</td><td>0</td>" in page
     for series, total in (("degraded", 4), ("rule_denied", 5), ("unavailable", 6)):
         assert f'data-series="{series}" data-total="{total}"' in page
 
