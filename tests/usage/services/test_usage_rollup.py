@@ -16,6 +16,7 @@ from tests.usage.factories import flushed, minute_number, spend
 pytestmark = pytest.mark.django_db
 
 T = dt.datetime(2026, 3, 4, 10, 0, tzinfo=dt.UTC)
+HOUR = dt.timedelta(hours=1)
 
 
 def rows(model):
@@ -136,6 +137,32 @@ def test_every_counter_rolls_up_the_degraded_rule_denied_and_unavailable_ones_to
 
     assert counters(UsageHour) == [("acct-1", T, 1, 1, 3, 4, 5, {"r": 1})]
     assert counters(UsageDay) == [("acct-1", T.replace(hour=0), 1, 1, 3, 4, 5, {"r": 1})]
+
+
+def session_time(model) -> list[tuple]:
+    return list(model.objects.order_by("bucket", "customer").values_list("customer", "bucket", "session_ms"))
+
+
+def test_session_time_rolls_up_into_hours_and_days_and_a_late_minute_is_folded_in_once() -> None:
+    """session_ms is summed like the counters, including a minute with time held but no check in it (a lease
+    acquired in an earlier minute), and a minute flushed after its hour was rolled up."""
+    flushed(T + dt.timedelta(minutes=1), customer="acct-1", allowed=1, denied=0, costs={}, session_ms=59_000)
+    flushed(T + dt.timedelta(minutes=2), customer="acct-1", allowed=0, denied=0, costs={}, session_ms=60_000)
+    flushed(T + dt.timedelta(hours=1), customer="acct-1", allowed=0, denied=0, costs={}, session_ms=1_500)
+    flushed(T + dt.timedelta(minutes=9), customer="acct-2", allowed=2, denied=0, costs={}, session_ms=0)
+
+    usage_rollup()
+
+    day = T.replace(hour=0)
+    assert session_time(UsageHour) == [("acct-1", T, 119_000), ("acct-2", T, 0), ("acct-1", T + HOUR, 1_500)]
+    assert session_time(UsageDay) == [("acct-1", day, 120_500), ("acct-2", day, 0)]
+
+    flushed(T + dt.timedelta(minutes=30), customer="acct-2", allowed=0, denied=0, costs={}, session_ms=7_250)
+    usage_rollup()
+    usage_rollup()
+
+    assert session_time(UsageHour)[1] == ("acct-2", T, 7_250)
+    assert session_time(UsageDay) == [("acct-1", day, 120_500), ("acct-2", day, 7_250)]
 
 
 def test_decisions_written_into_a_minute_already_rolled_up_reach_its_hour_and_day_at_the_next_rollup(a_morning) -> None:
