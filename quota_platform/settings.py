@@ -254,8 +254,7 @@ QUOTA_METRICS_TOKEN = env.str("QUOTA_METRICS_TOKEN", default="")
 QUOTA_RETENTION_MINUTE_DAYS = env.int("QUOTA_RETENTION_MINUTE_DAYS", default=14)
 QUOTA_RETENTION_HOUR_DAYS = env.int("QUOTA_RETENTION_HOUR_DAYS", default=400)
 QUOTA_RETENTION_DAY_DAYS = env.int("QUOTA_RETENTION_DAY_DAYS", default=0)
-# Days the decision log (apps/quality, drained from Redis into PostgreSQL) is kept, whole days (0 = forever).
-DECISION_LOG_RETENTION_DAYS = env.int("DECISION_LOG_RETENTION_DAYS", default=14)
+DECISION_LOG_RETENTION_DAYS = env.int("DECISION_LOG_RETENTION_DAYS", default=14)  # apps/quality's log, whole days
 # Days counter records are kept: a limit whose records must reach further back is not durable.
 QUOTA_COUNTER_RECORD_DAYS = env.int("QUOTA_COUNTER_RECORD_DAYS", default=35)
 # Seconds between background writes of bookkeeping (API keys' last use, new customers); 0 = on demand.
