@@ -37,10 +37,14 @@ class Answer:
         return self.body["limits"][0]
 
     def decided_ms(self, window_ms: int) -> int:
-        """The server's decision time (ms): it answered reset_ms = its window's end - now, and the window's end
-        is the one multiple of the period in [sent + reset_ms, done + reset_ms] (latency < one period)."""
+        """The server's decision time (ms): it answered reset_ms = its window's end - now, now being its clock in
+        whole ms (floored), so now is in [floor(sent), floor(done)] and the window's end is the one multiple of
+        the period in [floor(sent) + reset_ms, floor(done) + reset_ms] (latency < one period). Not sent + reset_ms:
+        a server that decides within the millisecond the request was sent in (a 1 ms round trip is common here)
+        has now < sent, and sent + reset_ms then lies just past the end, so the admission was put one whole
+        window late: the "late admissions" docs/hybrid.md once could not explain."""
         reset = self.limit()["reset_ms"]
-        end = math.ceil((self.sent * 1000 + reset) / window_ms) * window_ms
+        end = math.ceil((math.floor(self.sent * 1000) + reset) / window_ms) * window_ms
         return end - reset
 
 

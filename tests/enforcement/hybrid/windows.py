@@ -20,7 +20,7 @@ LAG_MS = 2 * SYNC_MS + 2 * TICK_MS
 class Window:
     start: int
     admitted: int
-    recent: int  # the most admissions (every instance's) in any LAG_MS of the window: A in its rate form
+    recent: int  # every instance's admissions in the lag before the window's last admission (A in the bound)
     limit: int
     lag_ms: int = LAG_MS
 
@@ -36,11 +36,13 @@ class Window:
 
 
 def admissions(answers: Sequence[Answer], window_ms: int) -> dict[int, list[int]]:
-    """Window start -> the server decision times (ms) of the admissions in it."""
+    """Window start -> the server decision times (ms) of the admissions in it (each one checked to fall between
+    the request's send and its answer: a reading a window off, as decided_ms once made, fails here)."""
     found: dict[int, list[int]] = defaultdict(list)
     for answer in answers:
         if answer.admitted:
             at = answer.decided_ms(window_ms)
+            assert answer.sent * 1000 - 1 < at <= answer.done * 1000, (answer, at)
             found[at - at % window_ms].append(at)
     return found
 
@@ -58,21 +60,15 @@ def full_windows(
         if start >= first and start + window_ms <= last:
             latest = max(times)
             lag = max(LAG_MS, 2 * longest_gap_ms(exchanges, start, latest))
-            windows.append(Window(start, len(times), busiest(times, lag), limit, lag))
+            windows.append(Window(start, len(times), before_last(times, lag), limit, lag))
     return windows
 
 
-def busiest(times: Sequence[int], lag: int) -> int:
-    """The most of `times` in any interval of `lag` ms (two pointers over the sorted times): the instances'
-    admissions at their busiest, R x lag in docs/hybrid.md's rate form of the bound. (Taken right before the
-    window's last admission instead, as the docstring of quota_client.hybrid states it, a few windows here fail:
-    a dozen admissions come late in the window, long after the limit was reached; not explained yet.)"""
-    ordered, most, first = sorted(times), 0, 0
-    for last, at in enumerate(ordered):
-        while ordered[first] <= at - lag:
-            first += 1
-        most = max(most, last - first + 1)
-    return most
+def before_last(times: Sequence[int], lag: int) -> int:
+    """How many of `times` fall in the last `lag` ms up to the latest of them: A(lag) of docs/hybrid.md's bound,
+    anchored at the window's last admission (every instance's admissions, so the bound is the docs' or looser)."""
+    latest = max(times)
+    return sum(1 for at in times if at > latest - lag)
 
 
 def admitted_in(answers: Sequence[Answer], window_ms: int, start: int, after_ms: float = 0) -> int:
