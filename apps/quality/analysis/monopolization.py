@@ -114,9 +114,8 @@ class Scope:
 
     def score_at(self, at: int) -> float:
         score = self.level.level / self.concurrency if self.concurrency else 0.0
-        pressure = self.openings.pressure(at)
-        if pressure is not None:
-            score += pressure
+        if self.openings.active:
+            score += self.openings.pressure(at) or 0.0
         check = self.session_check
         if check is not None and check.bound > 0:
             score += check.used_at(at) / (check.bound * SECOND_MS)

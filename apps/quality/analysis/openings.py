@@ -48,11 +48,12 @@ class SlidingCount:
 class OpeningsBook:
     """A scope's sliding counters by operation and limit name."""
 
-    __slots__ = ("by_limit", "by_operation", "horizon", "recent")
+    __slots__ = ("active", "by_limit", "by_operation", "horizon", "recent")
 
     def __init__(self) -> None:
         self.by_limit: dict[str, SlidingCount] = {}
         self.by_operation: dict[str, list[SlidingCount]] = {}
+        self.active: list[SlidingCount] = []  # the counters with an opening, the only ones with pressure
         self.recent: deque[tuple[int, str]] = deque()
         self.horizon = 0
 
@@ -65,6 +66,8 @@ class OpeningsBook:
         for at, acquired_on in self.recent:
             if acquired_on == operation:
                 counter.add(at)
+        if counter.best and quantity > 0:
+            self.active.append(counter)
         self.horizon = max(self.horizon, period)
 
     def opened(self, at: int, operation: str) -> None:
@@ -74,14 +77,15 @@ class OpeningsBook:
         while recent[0][0] < cutoff:
             recent.popleft()
         for counter in self.by_operation.get(operation, ()):
+            if not counter.best and counter.quantity > 0:
+                self.active.append(counter)
             counter.add(at)
 
     def pressure(self, at: int) -> float | None:
         """The largest openings / quantity over the limits now (None when no limit is known)."""
         best = None
-        for counter in self.by_limit.values():
-            if counter.quantity > 0:
-                ratio = counter.count_at(at) / counter.quantity
-                if best is None or ratio > best:
-                    best = ratio
+        for counter in self.active:
+            ratio = counter.count_at(at) / counter.quantity
+            if best is None or ratio > best:
+                best = ratio
         return best
