@@ -243,8 +243,7 @@ def _one_of(name: str, default: str, choices: tuple[str, ...]) -> str:
 
 # Prefix of every Redis key the engine writes, so several platforms can share a Redis.
 QUOTA_KEY_PREFIX = env.str("QUOTA_KEY_PREFIX", default="qp")
-# The cap of each decision log stream (one per hash tag, apps/engine/decision_log.py; XADD MAXLEN ~).
-DECISION_LOG_MAX_PER_SLOT = env.int("DECISION_LOG_MAX_PER_SLOT", default=200_000)
+DECISION_LOG_MAX_PER_SLOT = env.int("DECISION_LOG_MAX_PER_SLOT", default=200_000)  # each log stream's cap (MAXLEN ~)
 # Seconds between heartbeats of each API instance (the `local` failure policy divides limits by live ones).
 QUOTA_HEARTBEAT_S = env.float("QUOTA_HEARTBEAT_S", default=10.0)
 # Redis circuit breaker: failures in a row before it opens, and seconds it stays open before one probe.

@@ -32,6 +32,7 @@ def limit_spec_of(config: LimitConfig) -> LimitSpec:
         unit=config.unit,
         key_by=config.key_by,
         shadow=config.mode == Mode.SHADOW,
+        audit=config.audit,
     )
     return dataclasses.replace(spec, durable=durable(spec))
 

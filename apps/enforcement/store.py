@@ -4,7 +4,8 @@ The store is Redis when REDIS_URL is set, else the in-process reference store. I
 this process's alone, so the Celery worker cannot flush them: with the embedded default, the web process
 flushes its own usage to the database in a background thread. The Redis client comes from django-redis,
 so the cache and the engine share one connection pool. Tests swap the store (own key prefix, a
-ManualClock) with engine_store_use().
+ManualClock) with engine_store_use(). Every store logs (apps/engine/decision_log.py) as this process
+(hostname:pid), each stream capped at DECISION_LOG_MAX_PER_SLOT.
 
 Every call from a request goes through `engine_call`: the circuit breaker first, then the call, then
 success or failure recorded, then the caller's fallback when Redis failed or the breaker is open. So a
@@ -53,10 +54,13 @@ def _build_store() -> Store:
             key_prefix=settings.QUOTA_KEY_PREFIX,
             seeder=usage_seeds,
             batch_client=get_redis_connection("engine-batch"),
+            log_max_per_slot=settings.DECISION_LOG_MAX_PER_SLOT,
         )
     # Embedded default: counters live in this process (make run serves with one worker); a restarted
     # process rebuilds its durable counters from their records, as Redis does after a loss.
-    store = MemoryStore(key_prefix=settings.QUOTA_KEY_PREFIX, seeder=usage_seeds)
+    store = MemoryStore(
+        key_prefix=settings.QUOTA_KEY_PREFIX, seeder=usage_seeds, log_max_per_slot=settings.DECISION_LOG_MAX_PER_SLOT
+    )
     usage_flusher_start(store, EMBEDDED_FLUSH_INTERVAL_S)
     return store
 
@@ -68,7 +72,8 @@ def _counters_store(url: str) -> Store:
     client = counters_client(url, settings.QUOTA_REDIS_TIMEOUT_MS)
     batch = counters_client(url, settings.QUOTA_REDIS_TIMEOUT_MS, settings.QUOTA_REDIS_BATCH_TIMEOUT_MS)
     kind = ClusterStore if is_cluster_url(url) else RedisStore
-    return kind(client, key_prefix=settings.QUOTA_KEY_PREFIX, seeder=usage_seeds, batch_client=batch)  # type: ignore[arg-type]
+    prefix, cap = settings.QUOTA_KEY_PREFIX, settings.DECISION_LOG_MAX_PER_SLOT
+    return kind(client, key_prefix=prefix, seeder=usage_seeds, batch_client=batch, log_max_per_slot=cap)  # type: ignore[arg-type]
 
 
 def engine_store() -> Store:

@@ -21,6 +21,8 @@ same customer x operation x minute, so a drain can tell an entry lost from one n
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -57,6 +59,20 @@ FIELD_MODE = "m"
 FIELD_INSTANCE = "i"
 FIELD_LEASE = "s"
 FIELD_EXPIRES = "x"
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    """How a store logs: its key prefix, the API node's id in each entry, and each stream's cap."""
+
+    prefix: str
+    instance: str
+    max_per_slot: int = DEFAULT_MAX_PER_SLOT
+
+
+def default_instance() -> str:
+    """This process's id in the log: `<hostname>:<pid>`."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def log_key(prefix_or_layout: object, tag: str) -> str:

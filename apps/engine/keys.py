@@ -13,12 +13,15 @@ customer, resource or attribute value, and two different values never share a ke
                  Bucket keys name their period: a new period starts a fresh bucket.
     idempotency  <prefix>:i:{c=<customer>}:<request_id>          string, the first decision; TTL 10 min
     usage        <prefix>:u:{c=<customer>}:<operation>:<minute>  hash per UTC minute (minute = epoch_ms // 60000):
-                 allowed, denied, shadow_denied, cost:<unit> (summed over admitted checks), and
+                 allowed, denied, shadow_denied, cost:<unit> (summed over admitted checks), logged (decisions
+                 written to the decision log), session_ms (store/sessions.py), and
                  <counter key>|<bucket start>: what admitted checks spent on a durable counter
                  (durability.py); TTL 2 days
     usage index  <prefix>:ui:<minute>                            set of the usage keys written that minute; TTL 2 days
                  (ClusterStore: <prefix>:ui:{c=<customer>}:<minute>, in the slot of the call's customer)
     epoch        <prefix>:epoch (ClusterStore: <prefix>:epoch:{c=<customer>}), see durability.py
+    log          <prefix>:dlog:{<tag>}   stream: the decision and session log of the counters and leases of hash tag
+                 <tag>, capped (XADD MAXLEN ~), see decision_log.py; TTL 2 days after its last entry
 
 A lease id is `<b64 counter key without prefix>.<b64 customer>.<random>`; the lease's member in the
 concurrency set is `<b64 customer>.<random>`, so editing the customer part names a member that

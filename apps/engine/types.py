@@ -103,6 +103,7 @@ class LimitSpec:
     fixed windows of period_s; acquiring and renewing are refused once the window's time is spent, and a plain
     check only looks (admits while time is left). It is never durable: its time is made of live leases, which
     are not either (reference/session_time.py).
+    audit: every decision on it is written to the decision log, in the same call (decision_log.py).
     """
 
     name: str
@@ -115,6 +116,7 @@ class LimitSpec:
     key_by: tuple[str, ...] = ()
     shadow: bool = False
     durable: bool = False
+    audit: bool = False
 
     def __post_init__(self) -> None:
         _require(isinstance(self.name, str) and self.name != "", "a limit needs a name")

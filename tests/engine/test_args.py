@@ -169,3 +169,32 @@ def test_durable_counters_are_recorded_asked_for_once_given_a_seeder_and_send_th
     assert [d.durability for d in read(keys, argv)[0]] == [(NOT_DURABLE, None), (REBUILT, "3600000|1705276800000:42")]
     keys, _, _ = encode([plan(CheckItem("acct-1", "Op"), MINUTE)], False, "", "t:ui:", EPOCH)
     assert EPOCH not in keys  # nothing durable was sent
+
+
+def test_the_log_section_follows_the_items_and_names_each_audited_limit_or_lease() -> None:
+    from apps.engine.decision_log import LogSettings
+
+    audited = LimitSpec("audited", "token_bucket", 5, period_s=10, burst=8, key_by=("ip",), audit=True)
+    plans = [
+        plan_item(LAYOUT, CheckItem("acme", "Put", ip="10.0.0.1"), [MINUTE, audited], NOW),
+        plan_item(LAYOUT, CheckItem("acme", "Put", ip="10.0.0.1", dry_run=True), [audited], NOW),  # not logged
+        plan_item(LAYOUT, CheckItem("acme", "Put"), [SLOTS], NOW, lease_ms=5_000),  # a lease, not audited
+    ]
+    keys, argv, _ = encode(plans, False, NOW, "t:ui:", log=LogSettings("t", "node-7", 123))
+    plain_keys, plain_argv, _ = encode(plans, False, NOW, "t:ui:")
+    numbers = unpack(f"<{len(argv[3]) // 8}d", argv[3])
+    plain = unpack(f"<{len(plain_argv[3]) // 8}d", plain_argv[3])
+    assert numbers[: len(plain)] == plain  # the items as before, the log section after them
+    section = [int(n) for n in numbers[len(plain) :]]
+    assert section[0] == 2
+    (item_a, position_a, stream_a, label_a, audit_a), (item_b, position_b, stream_b, label_b, audit_b) = (
+        section[1:6],
+        section[6:11],
+    )
+    assert (item_a, position_a, audit_a, item_b, position_b, audit_b) == (1, 2, 1, 3, 1, 0)
+    assert keys[stream_a - 1] == "t:dlog:{i=10.0.0.1}"
+    assert keys[stream_b - 1] == "t:dlog:{c=acme}"
+    assert argv[label_a - 1 : label_a + 7] == ["acme", "Put", "audited", "token_bucket", "5", "10000", "8", "0"]
+    assert argv[label_b - 1 : label_b + 7] == ["acme", "Put", "slots", "concurrency", "2", "0", "0", "0"]
+    assert (argv[section[11] - 1], section[12]) == ("node-7", 123)
+    assert keys[: len(plain_keys)] == plain_keys

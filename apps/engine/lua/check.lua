@@ -21,6 +21,14 @@
 --   then per item: <usage base> <lease payload (0 = none)> <descriptor (0 = none)> <idempotency key index
 --     (0 = none; sent with a descriptor, also for a dry run, which only reads it)> <dry run 0|1>
 --     <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
+--   then, when the store logs (absent: the numbers end after the items, nothing is logged):
+--     <log count> (<item number> <limit position> <stream key index> <label> <audit 0|1>)* <instance> <maxlen>
+--     label: the ARGV index of 8 strings (customer, operation, limit, algorithm, quantity, period ms, burst,
+--     shadow 0|1); instance: an ARGV index. Per entry, for an item that is not a dry run nor replayed: audit 1
+--     writes its decision ("allow" when the item was admitted, else "deny": an item refused spent nothing on
+--     any of its limits) to the stream (XADD MAXLEN ~ <maxlen>) and adds 1 to its usage's "logged"; at
+--     position 1 of an item whose lease was granted, "acquire" is written (audited or not), and the leases the
+--     set drops as expired are written as "expire" (concurrency.lua). Fields: apps/engine/decision_log.py.
 -- Request ids, checked before anything is decided or written: a decision stored less than 10 minutes ago
 -- (by the script's clock) with the item's fingerprint is replayed, and an item repeating an earlier item's
 -- id and fingerprint in the call replays that item. An id stored or repeated with another fingerprint (a
@@ -76,7 +84,8 @@ for d = 1, N[1] do
   -- spent, payer: what the call's admitted checks spent on a durable counter, and the usage base of its
   -- first spender, which records it.
   local lim = {code = code, key = KEYS[key], key2 = false, q = N[p + 2], per = N[p + 3], cap = N[p + 4],
-    shadow = N[p + 5] == 1, durability = N[p + 6], seed = N[p + 7], ws = nil, we = nil, spent = 0, payer = nil}
+    shadow = N[p + 5] == 1, durability = N[p + 6], seed = N[p + 7], ws = nil, we = nil, spent = 0, payer = nil,
+    log = false}
   if code == 'sl' then
     lim.key2 = KEYS[key + 1]
     strings[#strings + 1] = lim.key2
@@ -113,6 +122,25 @@ for i = 1, N[2] do
   p = l + 1 + 2 * N[l]
 end
 local item_count = N[2]
+-- The log section (see the header): LOGGED[i] = the positions in N of item i's entries. A leased concurrency
+-- definition knows its stream (lim.log), where concurrency.lua logs the leases it drops as expired.
+local LOGGED = nil
+if N[p] and N[p] > 0 then
+  LOGGED = {}
+  local q = p + 1
+  for _ = 1, N[p] do
+    local i = N[q]
+    local entries = LOGGED[i]
+    if not entries then
+      entries = {}
+      LOGGED[i] = entries
+    end
+    entries[#entries + 1] = q
+    if N[q + 1] == 1 and N[P[i] + 1] > 0 then defs[N[L[i] + 1]].log = KEYS[N[q + 2]] end
+    q = q + 5
+  end
+  log_setup(itos(N[q + 1]), ARGV[N[q]], now)
+end
 local rebuilt = durable and defs[durable[1]].durability == 2
 local epoch_key = rebuilt and KEYS[#KEYS]
 if epoch_key then strings[#strings + 1] = epoch_key end
@@ -394,7 +422,37 @@ else
   end
 end
 
--- Usage per usage base: TALLY[base] = {allowed, denied, shadow_denied}, UNITS[base] = {['cost:<unit>'] =
+-- Item i's log entries (see the header), once its outcome is final; how many decisions it logged. Made only
+-- for a call that logs.
+local log_item
+if LOGGED then
+  log_item = function(i, row)
+    local p, l, logged = P[i], L[i], 0
+    local lease = N[p + 1]
+    for _, q in ipairs(LOGGED[i]) do
+      local j, stream, label = N[q + 1], KEYS[N[q + 2]], N[q + 3]
+      local lim, cost = defs[N[l + 2 * j - 1]], itos(N[l + 2 * j])
+      local code = lim.code
+      local window = code == 'fw' and itos(now - now % lim.per) or code == 'cal' and itos(lim.ws) or '0'
+      local function add(event, member, expires)
+        LOG.add(stream, 'e', event, 'c', ARGV[label], 'o', ARGV[label + 1], 'l', ARGV[label + 2],
+          'a', ARGV[label + 3], 'k', lim.key, 'n', cost, 'q', ARGV[label + 4], 'p', ARGV[label + 5],
+          'b', ARGV[label + 6], 'w', window, 'g', ARGV[label + 7], 'm', 'exact', 'i', LOG.instance,
+          's', member, 'x', expires)
+      end
+      if N[q + 4] == 1 then
+        logged = logged + 1
+        add(row[1] == 1 and 'allow' or 'deny', '', '0')
+      end
+      if j == 1 and lease > 0 and row[1] == 1 and row[4] > 0 then
+        add('acquire', match(ARGV[lease], '^[^\n]*'), itos(row[4]))
+      end
+    end
+    return logged
+  end
+end
+
+-- Usage per usage base: TALLY[base] = {allowed, denied, shadow_denied, logged}, UNITS[base] = {['cost:<unit>'] =
 -- amount} (made only for items with units), in order of first use; and the decisions to remember.
 local TALLY, UNITS, bases = {}, nil, {}
 for i = 1, item_count do
@@ -408,7 +466,7 @@ for i = 1, item_count do
     local base = ARGV[N[p]]
     local tally = TALLY[base]
     if not tally then
-      tally = {0, 0, 0}
+      tally = {0, 0, 0, 0}
       TALLY[base] = tally
       bases[#bases + 1] = base
     end
@@ -437,6 +495,7 @@ for i = 1, item_count do
         end
       end
     end
+    if LOGGED and LOGGED[i] then tally[4] = tally[4] + log_item(i, row) end
     local idem = N[p + 3]
     if idem > 0 then
       local fields = {}
@@ -460,6 +519,7 @@ for n, base in ipairs(bases) do
   if allowed > 0 then call('HINCRBY', key, 'allowed', allowed == 1 and '1' or allowed) end
   if denied > 0 then call('HINCRBY', key, 'denied', denied == 1 and '1' or denied) end
   if shadow_denied > 0 then call('HINCRBY', key, 'shadow_denied', shadow_denied == 1 and '1' or shadow_denied) end
+  if tally[4] > 0 then call('HINCRBY', key, 'logged', itos(tally[4])) end
   local costs = UNITS and UNITS[base]
   if costs then
     for field, amount in pairs(costs) do call('HINCRBY', key, field, amount) end

@@ -7,6 +7,8 @@
 -- minute it spans ("session_ms"); renewing books the extension (or gives back a shortening) and releasing
 -- gives back what was booked after now. An expired lease needs nothing: it was booked up to its expiry. Only
 -- minutes from now on move, so a flushed minute is never written again.
+-- The decision log (lib.lua's LOG): saving a set that holds a new lease first logs the leases it drops as
+-- expired ("expire"), when check.lua gave the definition its stream (lim.log).
 ALG.cc = {}
 local USAGE_KEEP_MS = 172800000  -- as check.lua's USAGE_TTL_MS, counted from the end of the booked minute
 
@@ -77,6 +79,10 @@ function ALG.cc.report(st, lim, now)
 end
 
 function ALG.cc.save(st, lim, now)
+  if lim.log then  -- the leases expired by now are logged as they go (lib.lua's LOG; check.lua sets lim.log)
+    local gone = call('ZRANGEBYSCORE', lim.key, '-inf', itos(now), 'WITHSCORES')
+    for i = 1, #gone, 2 do LOG.expire(lim.log, lim.key, gone[i], tonumber(gone[i + 1])) end
+  end
   call('ZREMRANGEBYSCORE', lim.key, '-inf', itos(now))
   for _, lease in ipairs(st.pending) do
     call('ZADD', lim.key, itos(lease[1]), lease[2])

@@ -3,16 +3,21 @@
 -- KEYS[1] = the concurrency set, KEYS[2] = the lease's record (concurrency.lua; absent for a lease taken
 -- before records existed: renewed as before, with no session time).
 -- ARGV[1] = member, ARGV[2] = ttl ms, ARGV[3] = now ms ('' = Redis TIME).
+-- Logging (store/sessions.py): KEYS[3] = the log stream in the set's slot, ARGV[4] = instance, ARGV[5] = the
+-- stream's cap; a renewal is logged ("renew"), and so is an expired lease found ("expire"). No KEYS[3]: no log.
 -- Returns {1, new expiry ms}; {0, 0} when the lease expired or is unknown (it is not revived); {2, retry
 -- after ms (-1 = never)} when an enforced session_time limit of the lease has spent its window: nothing moves.
 -- Renewed, each session of the lease now ends at the new expiry, and usage books the change (concurrency.lua).
 local now = read_now(ARGV[3])
 local member = ARGV[1]
+local stream = KEYS[3]
+if stream then log_setup(ARGV[5], ARGV[4], now) end
 local score = call('ZSCORE', KEYS[1], member)
 if not score then return {0, 0} end
 local old = tonumber(score)
 if old <= now then
   call('ZREM', KEYS[1], member)
+  if stream then LOG.expire(stream, KEYS[1], member, old) end
   return {0, 0}
 end
 local record = ALG.cc.record(call('GET', KEYS[2]))
@@ -46,4 +51,5 @@ if record then
     ALG.cc.book(record.base, record.index, now, expires, old, -1)
   end
 end
+if stream then LOG.lease(stream, 'renew', KEYS[1], member, expires, record and LOG.operation(record.base) or '') end
 return {1, expires}

@@ -76,3 +76,53 @@ local function window_load(lim, start)
   end
   return st
 end
+
+-- The decision and session log (apps/engine/decision_log.py): capped streams "<prefix>:dlog:{<tag>}", written
+-- in the same call as what they record. LOG.cap stays false (nothing logged) until a script that logs runs
+-- log_setup(cap, instance, now), which defines LOG's functions (a function is a closure made on every call:
+-- only a call that logs pays for them).
+local LOG = {cap = false, instance = '', now = ''}
+local function log_setup(cap, instance, now)
+  LOG.cap, LOG.instance, LOG.now = cap, instance, itos(now)
+  local char, B64 = string.char, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+  -- keys.enc undone (percent-encoding), and keys._b64 (URL-safe base64 without padding): lease members and
+  -- keys name their customer, operation and limit so.
+  local function unquote(s)
+    return (string.gsub(s, '%%(%x%x)', function(h) return char(tonumber(h, 16)) end))
+  end
+  local function unb64(s)
+    local out, acc, bits = {}, 0, 0
+    for n = 1, #s do
+      acc, bits = acc * 64 + (string.find(B64, string.sub(s, n, n), 1, true) or 1) - 1, bits + 6
+      if bits >= 8 then
+        bits = bits - 8
+        local byte = floor(acc / 2 ^ bits)
+        out[#out + 1], acc = char(byte), acc - byte * 2 ^ bits
+      end
+    end
+    return table.concat(out)
+  end
+  -- A stream lives two days after its last entry (as usage does; the drain reads it long before).
+  local touched = {}
+  function LOG.add(stream, ...)
+    call('XADD', stream, 'MAXLEN', '~', LOG.cap, '*', 't', LOG.now, ...)
+    if not touched[stream] then
+      touched[stream] = true
+      call('PEXPIRE', stream, '172800000')
+    end
+  end
+  function LOG.operation(usage_base)
+    return unquote(match(usage_base, '}:([^:]*):$') or '')
+  end
+  -- A renew or release of lease `member` on concurrency set `key` (operation: from its record, '' without).
+  function LOG.lease(stream, event, key, member, expires, operation)
+    LOG.add(stream, 'e', event, 'c', unb64(match(member, '^[^.]*')), 'o', operation,
+      'l', unquote(match(key, '}:cc:([^:]*)') or ''), 'a', 'concurrency', 'k', key, 's', member, 'x', itos(expires),
+      'm', 'exact', 'i', LOG.instance)
+  end
+  -- An expired lease noticed as it is removed from the set.
+  function LOG.expire(stream, key, member, expires)
+    LOG.add(stream, 'e', 'expire', 'c', unb64(match(member, '^[^.]*')), 'k', key, 's', member, 'x', itos(expires),
+      'i', LOG.instance)
+  end
+end

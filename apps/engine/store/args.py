@@ -28,6 +28,14 @@ The numbers:
     then per item:
         <usage base> <lease payload (0 = none)> <descriptor (0 = none)> <idempotency key index (0 = none)>
         <dry run 0|1> <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
+    then, when the store logs (LogSettings; absent = nothing logged, the numbers end after the items):
+        <log count> (<item number> <limit position> <stream key index> <label> <audit 0|1>)*
+        <instance> <maxlen>
+        one entry per limit of an item that is not a dry run whose decision is audited (audit 1) or whose lease
+        is acquired (the leased limit, position 1); stream: the KEYS index of the limit's log stream
+        (decision_log.log_key_of its counter key: same hash tag, same slot); label: the ARGV index of 8
+        consecutive strings (customer, operation, limit name, algorithm, quantity, period ms, burst, shadow 0|1);
+        instance: the ARGV index of the API node's id; maxlen: the streams' cap (XADD MAXLEN ~)
 
 A descriptor ("<lease id>|<JSON [[name, algorithm, unit, quantity, shadow], ...]>|<fingerprint>") is sent
 for an item with a request id and stored with its decision, so a repeat can be answered without its limits;
@@ -42,9 +50,10 @@ from collections.abc import Callable, Mapping, Sequence
 from struct import Struct
 from typing import Any
 
+from apps.engine.decision_log import LogSettings, log_key_of
 from apps.engine.keys import ALGORITHM_CODES
 from apps.engine.store.plan import ItemPlan, LimitPlan
-from apps.engine.types import CheckItem, LimitSpec
+from apps.engine.types import BUCKETS, CheckItem, LimitSpec
 
 # Algorithms travel as numbers: the index of their code in CODES, which redis.py builds in this order.
 ALGORITHM_NUMBERS = {name: number for number, name in enumerate(ALGORITHM_CODES, 1)}
@@ -71,14 +80,17 @@ def encode(
     index_base: str,
     epoch_key: str | None = None,
     seeds: Mapping[int, str] | None = None,
+    log: LogSettings | None = None,
 ) -> tuple[list[str], list[Any], list[tuple[LimitPlan, CheckItem]]]:
     """KEYS and ARGV of check.lua for `plans`, and (limit, item) per definition number (from 1).
 
     now: ms, or '' for Redis TIME; index_base: ARGV[3]; epoch_key: None = no seeder, a durable counter is
-    recorded but never rebuilt; seeds: {definition number: rebuilt state} (seeds.py).
+    recorded but never rebuilt; seeds: {definition number: rebuilt state} (seeds.py); log: None = no log section.
     """
     args = CheckArgs(epoch_key, seeds)
     args.add_items(plans)
+    if log is not None:
+        args.add_log(plans, log)
     return args.keys(), args.argv(now, atomic, index_base), args.described
 
 
@@ -93,6 +105,7 @@ class CheckArgs:
         "_items",
         "_key_indexes",
         "_keys",
+        "_log",
         "_seeding",
         "_seeds",
         "_string_indexes",
@@ -112,6 +125,7 @@ class CheckArgs:
         self._definition_numbers: dict[tuple[str, int], int] = {}  # (first key, id(spec)) -> number
         self._items: list[int] = []
         self._item_count = 0
+        self._log: list[int] = []
         self.described: list[tuple[LimitPlan, CheckItem]] = []  # (limit, item) of definition n at n - 1
 
     def add_items(self, plans: Sequence[ItemPlan]) -> None:
@@ -128,6 +142,33 @@ class CheckArgs:
                 items += (number, limit.cost)
         self._item_count += len(plans)
 
+    def add_log(self, plans: Sequence[ItemPlan], log: LogSettings) -> None:
+        """The log section (see the module docstring) for `plans`, the call's items from the first."""
+        entries: list[int] = []
+        labels: dict[tuple[str, str, int], int] = {}
+        for number, plan in enumerate(plans, 1):
+            if plan.item.dry_run or not plan.logged:
+                continue
+            for position, limit in enumerate(plan.limits, 1):
+                spec = limit.spec
+                if not spec.audit and not (position == 1 and plan.lease is not None):
+                    continue
+                stream = self._key_index((log_key_of(log.prefix, limit.keys[0]),))
+                label = labels.get((plan.item.customer, plan.item.operation, id(spec)))
+                if label is None:
+                    label = labels[(plan.item.customer, plan.item.operation, id(spec))] = self._label(plan.item, spec)
+                entries += (number, position, stream, label, int(spec.audit))
+        self._log = [len(entries) // 5, *entries, self._string(log.instance), log.max_per_slot]
+
+    def _label(self, item: CheckItem, spec: LimitSpec) -> int:
+        """Append the 8 strings of a log label (see the module docstring); the ARGV index of the first."""
+        burst = spec.capacity if spec.algorithm in BUCKETS else 0
+        first = self._string(item.customer)
+        for value in (item.operation, spec.name, spec.algorithm, spec.quantity, spec.period_ms, burst):
+            self._string(str(value))
+        self._string("1" if spec.shadow else "0")
+        return first
+
     def keys(self) -> list[str]:
         """KEYS: the keys in order of first use, then the epoch key when a counter may be rebuilt."""
         if self._seeding and self._epoch_key is not None:
@@ -139,9 +180,10 @@ class CheckArgs:
 
         The numbers: the counts, the definitions, then the items, packed as little-endian doubles.
         """
-        definitions, items = self._definitions, self._items
-        count = 2 + len(definitions) + len(items)
-        numbers = (_PACKERS.get(count) or _packer(count))(len(self.described), self._item_count, *definitions, *items)
+        definitions, items, log = self._definitions, self._items, self._log
+        count = 2 + len(definitions) + len(items) + len(log)
+        pack = _PACKERS.get(count) or _packer(count)
+        numbers = pack(len(self.described), self._item_count, *definitions, *items, *log)
         return [now, ATOMIC if atomic else INDEPENDENT, index_base, numbers, *self._strings]
 
     def _item_head(self, plan: ItemPlan) -> tuple[int, int, int, int, int, int, int]:

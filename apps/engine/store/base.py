@@ -28,6 +28,7 @@ class UsageRow:
     costs: dict[str, int] = field(default_factory=dict)
     records: Records = field(default_factory=dict)
     session_ms: int = 0  # lease time held in the minute (store/sessions.py)
+    logged: int = 0  # decisions written to the decision log (decision_log.py), to check the log lost none
 
 
 class Store(Protocol):
@@ -90,7 +91,7 @@ class Store(Protocol):
 
 def usage_row(layout: KeyLayout, key: str, counters: dict[str, int]) -> UsageRow:
     """The UsageRow of usage hash `key` holding `counters` (allowed, denied, shadow_denied, cost:<unit>,
-    session_ms, and record fields). A usage hash of another tag than a customer's (a Redis Cluster slot's part
+    session_ms, logged, and record fields). A usage hash of another tag than a customer's (a Redis Cluster slot's part
     of a check, store/slots.py) only holds records: its row has no customer and no counts."""
     if layout.is_away_usage_key(key):
         operation, minute = layout.parse_away_usage_key(key)
@@ -99,7 +100,8 @@ def usage_row(layout: KeyLayout, key: str, counters: dict[str, int]) -> UsageRow
     costs = {name[5:]: amount for name, amount in counters.items() if name.startswith("cost:")}
     allowed, denied, shadow = (counters.get(name, 0) for name in ("allowed", "denied", "shadow_denied"))
     records, session_ms = _records(layout, counters), counters.get("session_ms", 0)
-    return UsageRow(customer, operation, minute, allowed, denied, shadow, costs, records, session_ms)
+    logged = counters.get("logged", 0)
+    return UsageRow(customer, operation, minute, allowed, denied, shadow, costs, records, session_ms, logged)
 
 
 def _records(layout: KeyLayout, counters: dict[str, int]) -> Records:

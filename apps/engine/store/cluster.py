@@ -66,7 +66,7 @@ class ClusterStore(SpreadChecks, RedisStore):
         calls = []
         for members in groups.values():
             index_base, epoch_key = self._slot_keys(plans[members[0]])
-            keys, args, _ = encode([plans[i] for i in members], atomic, now, index_base, epoch_key, {})
+            keys, args, _ = encode([plans[i] for i in members], atomic, now, index_base, epoch_key, {}, self._log)
             # The node named: without it redis-py 8.1's cluster pipeline asks a node for the keys of every
             # EVALSHA (COMMAND GETKEYS, one more round trip per slot); a redirected group is sent again alone.
             node = client.get_node_from_key(keys[0])
@@ -114,7 +114,7 @@ class ClusterStore(SpreadChecks, RedisStore):
         seeds: dict[int, str] = {}
         for _ in range(MAX_SEED_CALLS):
             at = self._now_arg() if now is None else now
-            keys, args, definitions = encode(plans, atomic, at, index_base, epoch_key, seeds)
+            keys, args, definitions = encode(plans, atomic, at, index_base, epoch_key, seeds, self._log)
             rows = self._eval(client, keys, args)
             if not _asks_seeds(rows):
                 return rows

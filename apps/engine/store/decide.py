@@ -24,9 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from apps.engine.decision_log import LogEntry
 from apps.engine.durability import record_bucket, record_field
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
+from apps.engine.store.logbook import decisions_logged, item_entries
 from apps.engine.store.plan import ItemPlan, LimitPlan
 from apps.engine.types import CONCURRENCY, SESSION_TIME, Decision, IdempotencyKeyReused, LimitResult
 
@@ -52,11 +54,12 @@ class Remembered:
 
 @dataclass(slots=True)
 class Effects:
-    """What a decided batch writes: new states, remembered decisions, usage increments."""
+    """What a decided batch writes: new states, remembered decisions, usage increments, log entries."""
 
     states: dict[str, tuple[Any, Params, str]] = field(default_factory=dict)
     remembered: dict[str, Remembered] = field(default_factory=dict)
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    log: list[LogEntry] = field(default_factory=list)
 
 
 # Per item, before deciding: the outcome to replay, the index of the earlier item it repeats, or None.
@@ -174,6 +177,9 @@ def _decision(verdict: _Verdict, allowed: bool, retry: int | None) -> Decision:
 
 def _count_usage(effects: Effects, verdict: _Verdict, allowed: bool) -> None:
     counters = effects.usage.setdefault(verdict.plan.usage_base, {})
+    logged = decisions_logged(verdict.plan)
+    if logged:
+        counters["logged"] = counters.get("logged", 0) + logged
     if not allowed:
         counters["denied"] = counters.get("denied", 0) + 1
         return
@@ -216,17 +222,20 @@ def decide(
     now: int,
     read_state: Callable[[str], Any],
     requests: Sequence[RequestSlot],
+    instance: str = "",
 ) -> tuple[list[Outcome], Effects]:
     """Decide `plans` at `now` against the stored states, given their request_slots; return the outcomes
-    and what to write."""
+    and what to write (instance: the node's id in the log entries)."""
     batch = _Batch(now, read_state)
     slots: list[_Verdict | Outcome | int] = [
         batch.decide(plan) if request is None else request for plan, request in zip(plans, requests, strict=True)
     ]
-    return _finish(batch, slots, atomic)
+    return _finish(batch, slots, atomic, instance)
 
 
-def _finish(batch: _Batch, slots: list[_Verdict | Outcome | int], atomic: bool) -> tuple[list[Outcome], Effects]:
+def _finish(
+    batch: _Batch, slots: list[_Verdict | Outcome | int], atomic: bool, instance: str
+) -> tuple[list[Outcome], Effects]:
     verdicts = [slot for slot in slots if isinstance(slot, _Verdict)]
     rolled_back = atomic and any(not verdict.allowed for verdict in verdicts)
     batch_retry = batch.batch_retry() if rolled_back else 0
@@ -251,6 +260,7 @@ def _finish(batch: _Batch, slots: list[_Verdict | Outcome | int], atomic: bool) 
         outcomes.append(outcome)
         if not slot.plan.item.dry_run:
             _count_usage(effects, slot, allowed)
+            effects.log += item_entries(slot.plan, allowed, outcome.lease_expires, batch.now, instance)
             if slot.plan.idem_key is not None:
                 effects.remembered[slot.plan.idem_key] = Remembered(outcome, slot.plan.fingerprint)
     if not rolled_back:

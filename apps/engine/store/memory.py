@@ -14,13 +14,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from apps.engine.clock import Clock, SystemClock
+from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, LogEntry, default_instance
 from apps.engine.durability import History, lookback_start, rebuild
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS, KeyLayout
 from apps.engine.names import MemoryNameBudget
 from apps.engine.reference import concurrency
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
-from apps.engine.store import sessions
+from apps.engine.store import logbook, sessions
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Effects, Outcome, Remembered, decide, request_slots
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
@@ -33,8 +34,18 @@ Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
 class MemoryStore:
     """An in-process Store. clock: where time comes from (the system clock by default)."""
 
-    def __init__(self, key_prefix: str = "quota", clock: Clock | None = None, seeder: Seeder | None = None) -> None:
+    def __init__(
+        self,
+        key_prefix: str = "quota",
+        clock: Clock | None = None,
+        seeder: Seeder | None = None,
+        instance: str | None = None,
+        log_max_per_slot: int = DEFAULT_MAX_PER_SLOT,
+    ) -> None:
+        """instance, log_max_per_slot: as RedisStore's (its decision log is kept in memory: log_streams)."""
         self._layout = KeyLayout(key_prefix)
+        self._instance = instance or default_instance()
+        self._log = logbook.MemoryLog(key_prefix, log_max_per_slot)
         self._clock: Clock = clock or SystemClock()
         self._seeder = seeder
         self._epoch = self._clock.now_ms()
@@ -85,9 +96,13 @@ class MemoryStore:
         with self._lock:
             now = self._clock.now_ms()
             record = self._lease_record(record_key, now)
+            expired = self._expired_member(target, now)
             expires = sessions.renew(record, *self._access(now), self._usage, target, now, ttl_ms)
             if record is not None and expires is not None:
                 self._leases[record_key] = (record, expires)
+            if expires is not None:
+                self._lease_logged("renew", target, now, expires, record)
+            self._log.add(expired)
         return expires
 
     def lease_release(self, lease_id: str) -> None:
@@ -99,8 +114,28 @@ class MemoryStore:
         with self._lock:
             now = self._clock.now_ms()
             record = self._lease_record(record_key, now)
+            expired = self._expired_member(target, now)
+            live = any(member == target[1] for _, member in concurrency.live(self._read(target[0], now), now))
             sessions.release(record, *self._access(now), self._usage, target, now)
             self._leases.pop(record_key, None)
+            if live:
+                self._lease_logged("release", target, now, 0, record)
+            self._log.add(expired)
+
+    def _expired_member(self, target: tuple[str, str], now: int) -> list[LogEntry]:
+        """The lease `target` names, if its set still holds it expired (lease_renew.lua, lease_release.lua)."""
+        return logbook.expired_in(self._read(target[0], now), target[0], now, self._instance, target[1])
+
+    def _lease_logged(
+        self, kind: str, target: tuple[str, str], now: int, expires: int, record: sessions.LeaseRecord | None
+    ) -> None:
+        base = record.usage_base if record is not None else None
+        self._log.add([logbook.lease_entry(self._layout.prefix, kind, *target, now, self._instance, expires, base)])
+
+    def log_streams(self) -> dict[str, list[LogEntry]]:
+        """The decision log: each stream's entries, oldest first (decision_log.py; RedisStore writes them to Redis)."""
+        with self._lock:
+            return self._log.streams()
 
     def _lease_record(self, key: str, now: int) -> sessions.LeaseRecord | None:
         held = self._leases.get(key)
@@ -175,13 +210,25 @@ class MemoryStore:
             now = self._clock.now_ms()
             requests = request_slots(plans, lambda key: self._recall(key, now))  # may refuse: nothing written
             lent = self._rebuild_missing(plans, now) if self._seeder is not None else {}
-            outcomes, effects = decide(plans, atomic, now, lambda key: self._read_lent(key, now, lent), requests)
+            read = lambda key: self._read_lent(key, now, lent)  # noqa: E731
+            outcomes, effects = decide(plans, atomic, now, read, requests, self._instance)
+            self._log.add(self._expired_dropped(plans, outcomes, now))
+            self._log.add(effects.log)
             self._commit(effects, now)
             if granted is not None:
                 for plan, outcome in zip(plans, outcomes, strict=True):
                     if not outcome.decision.replayed:
                         granted(plan, outcome, now)
         return outcomes
+
+    def _expired_dropped(self, plans: list[ItemPlan], outcomes: list[Outcome], now: int) -> list[LogEntry]:
+        """The expired leases a granted lease's set drops as it is written (concurrency.lua's save)."""
+        dropped: list[LogEntry] = []
+        for plan, outcome in zip(plans, outcomes, strict=True):
+            if outcome.lease_id is not None and not outcome.decision.replayed:
+                key = plan.limits[0].keys[0]
+                dropped += logbook.expired_in(self._read(key, now), key, now, self._instance)
+        return dropped
 
     def _rebuild_missing(self, plans: list[ItemPlan], now: int) -> dict[str, Any]:
         """Rebuild the durable counters of `plans` that are missing and may have lost what they held.

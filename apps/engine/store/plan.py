@@ -53,6 +53,7 @@ class ItemPlan:
     lease_id: str | None = None
     fingerprint: str = ""  # items with a request id: request_fingerprint
     lease_record_key: str = ""  # leases: where the lease's record goes (keys.py, store/sessions.py)
+    logged: bool = True  # False: its decisions are not logged (a Redis Cluster slot's part of a check, slots.py)
 
     def lease_payload(self) -> str:
         """What check.lua's fragments receive for a lease: "<member>\n<record key>\n<record body>"."""

@@ -27,6 +27,7 @@ import redis
 from redis.exceptions import NoScriptError
 
 from apps.engine.clock import Clock, SystemClock
+from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, LogSettings, default_instance
 from apps.engine.durability import History
 from apps.engine.keys import ALGORITHM_CODES, KeyLayout
 from apps.engine.names import RedisNameBudget
@@ -84,10 +85,15 @@ class RedisStore:
         clock: Clock | None = None,
         seeder: Seeder | None = None,
         batch_client: redis.Redis | None = None,
+        instance: str | None = None,
+        log_max_per_slot: int = DEFAULT_MAX_PER_SLOT,
     ) -> None:
         """batch_client: used for batches of more than one check, e.g. with a longer socket timeout (a
-        1000-item script takes tens of ms of Redis CPU, and a timeout does not stop it from running)."""
+        1000-item script takes tens of ms of Redis CPU, and a timeout does not stop it from running).
+        instance: this API node's id in the decision log (default hostname:pid); log_max_per_slot: the cap of
+        each log stream (decision_log.py)."""
         self._client = client
+        self._log = LogSettings(key_prefix, instance or default_instance(), log_max_per_slot)
         self._batch_client = batch_client or client
         self._layout = KeyLayout(key_prefix)
         self._clock = clock
@@ -95,7 +101,7 @@ class RedisStore:
         self._epoch_key = self._layout.epoch_key() if seeder is not None else None
         self._hint: Clock = clock or SystemClock()
         self._check = client.register_script(CHECK_SCRIPT)
-        self._leases = RedisLeases(client, self._layout, self._now_arg)
+        self._leases = RedisLeases(client, self._layout, self._now_arg, self._log)
         self._index_base = f"{key_prefix}:ui:"
         self._names = RedisNameBudget(client, key_prefix=key_prefix, clock=self._hint)
 
@@ -215,7 +221,7 @@ class RedisStore:
         now = self._now_arg()
         seeds: dict[int, str] = {}
         for _ in range(MAX_SEED_CALLS):
-            keys, args, definitions = encode(plans, atomic, now, self._index_base, self._epoch_key, seeds)
+            keys, args, definitions = encode(plans, atomic, now, self._index_base, self._epoch_key, seeds, self._log)
             rows = self._eval(client, keys, args)
             if not (rows and rows[0] and rows[0][0] == NEEDS_SEED):
                 break

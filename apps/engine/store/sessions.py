@@ -11,6 +11,11 @@ it is granted, split over the minutes it spans; a renewal books its extension (o
 a release gives back the part after now. So an expired lease (a crashed holder) is counted up to its expiry
 without anyone seeing it expire, and only minutes from now on ever move: a flushed minute stays exact.
 
+Every lease event goes to the decision log (decision_log.py) in the same call: "acquire" (check.lua), "renew",
+"release", and "expire" for an expired lease a script finds and removes (a renewal or release that comes too
+late, or concurrency.lua's save pruning the set). Renewals and releases name the customer (from the member),
+the operation (from the record's usage base; "" for a lease without a record) and the limit (from the key).
+
 RedisLeases runs the two scripts; the functions below are the same steps on reference states, for MemoryStore.
 """
 
@@ -23,6 +28,7 @@ from typing import Any
 
 import redis
 
+from apps.engine.decision_log import LogSettings, log_key_of
 from apps.engine.keys import MINUTE_MS, KeyLayout
 from apps.engine.reference import concurrency, session_time
 from apps.engine.reference.base import Params
@@ -44,11 +50,15 @@ RELEASE_SCRIPT = lua("lib.lua", "concurrency.lua", "session_time.lua", "lease_re
 
 
 class RedisLeases:
-    """Renewing and releasing leases on Redis, one EVALSHA each. now: None = Redis server time."""
+    """Renewing and releasing leases on Redis, one EVALSHA each. now: None = Redis server time. log: where the
+    renewals, releases and expiries found are logged (the stream in the lease set's slot; None = not logged)."""
 
-    def __init__(self, client: redis.Redis, layout: KeyLayout, now: Callable[[], int | str]) -> None:
+    def __init__(
+        self, client: redis.Redis, layout: KeyLayout, now: Callable[[], int | str], log: LogSettings | None = None
+    ) -> None:
         self._layout = layout
         self._now = now
+        self._log = log
         self._renew = client.register_script(RENEW_SCRIPT)
         self._release = client.register_script(RELEASE_SCRIPT)
 
@@ -58,8 +68,8 @@ class RedisLeases:
         if target is None:
             return None
         key, member = target
-        keys = [key, self._layout.lease_record_key(key, member)]
-        kind, value = (int(n) for n in self._renew(keys=keys, args=[member, ttl_ms, self._now()]))
+        keys, logging = self._keys(key, member)
+        kind, value = (int(n) for n in self._renew(keys=keys, args=[member, ttl_ms, self._now(), *logging]))
         if kind == SPENT:
             raise SessionTimeSpent(None if value < 0 else value)
         return value if kind == RENEWED else None
@@ -69,8 +79,15 @@ class RedisLeases:
         target = self._layout.lease_target(lease_id)
         if target is not None:
             key, member = target
-            keys = [key, self._layout.lease_record_key(key, member)]
-            self._release(keys=keys, args=[member, self._now()])
+            keys, logging = self._keys(key, member)
+            self._release(keys=keys, args=[member, self._now(), *logging])
+
+    def _keys(self, key: str, member: str) -> tuple[list[str], list[str | int]]:
+        """KEYS of the scripts (set, record, log stream when logging) and ARGV's logging tail (instance, cap)."""
+        keys = [key, self._layout.lease_record_key(key, member)]
+        if self._log is None:
+            return keys, []
+        return [*keys, log_key_of(self._log.prefix, key)], [self._log.instance, self._log.max_per_slot]
 
 
 # --- The same on reference states (MemoryStore) ---------------------------------------------------------

@@ -50,7 +50,7 @@ def split_plan(prefix: str, plan: ItemPlan) -> tuple[ItemPlan, list[ItemPlan]]:
         limits = tuple(by_slot[slot])
         tag = limits[0].keys[0][len(prefix) + 3 :].split("}", 1)[0] + "}"
         base = f"{prefix}:u:{tag}:{enc(plan.item.operation)}:"
-        aways.append(ItemPlan(plan.item, limits, None, base, plan.costs))
+        aways.append(ItemPlan(plan.item, limits, None, base, plan.costs, logged=False))
     return home, aways
 
 
