@@ -93,7 +93,7 @@ class LimitAdmin(HistoryAdminMixin, admin.ModelAdmin):
             },
         ),
         ("Keying and matching", {"fields": ("key_by", "match")}),
-        ("Behaviour", {"fields": ("mode", "on_store_failure", "sync_ms")}),
+        ("Behaviour", {"fields": ("mode", "on_store_failure", "sync_ms", "audit")}),
         ("History", {"fields": ("created_at", "updated_at"), "classes": ("collapse",)}),
     )
 

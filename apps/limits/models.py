@@ -83,6 +83,11 @@ class Limit(TimeStampedModel):
         help_text="Empty: exact (every check asks Redis). A number of milliseconds: hybrid counting, each API worker "
         "decides locally and exchanges counts with Redis that often and at window ends (docs/hybrid.md).",
     )
+    audit = models.BooleanField(
+        default=False,
+        help_text="Write every decision on this limit to the decision log (in the same Redis call), for the quality "
+        "audit. Lease events are logged whatever this says.",
+    )
 
     class Meta:
         ordering = ["operation__name", "name"]

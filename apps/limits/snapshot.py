@@ -45,6 +45,7 @@ class LimitConfig:
     on_store_failure: str
     plan: str | None
     sync_ms: int | None = None  # None: exact; else hybrid counting (apps/enforcement/hybrid.py)
+    audit: bool = False  # every decision on it is logged (apps/engine/decision_log.py)
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,7 @@ def _limits() -> dict[str, tuple[LimitConfig, ...]]:
                 on_store_failure=limit.on_store_failure,
                 plan=limit.plan.name if limit.plan else None,
                 sync_ms=limit.sync_ms,
+                audit=limit.audit,
             )
         )
     return {operation: tuple(limits) for operation, limits in by_operation.items()}

@@ -1,17 +1,19 @@
 """Engine cost probe: Redis CPU (EVALSHA usec_per_call from INFO commandstats) and Python CPU per call.
 
     REDIS_URL=redis://127.0.0.1:6379/0 .venv/bin/python bench/engine/cost.py [--calls 2000] [--algorithms a,b]
-        [--period-s 60] [--not-durable]
+        [--period-s 60] [--not-durable] [--audit]
 
 For a fixed workload per algorithm: single checks of 3 limits, batches of 100 on the same keys and
 batches of 100 over 100 customers. Redis time is the delta of the EVALSHA counters around each case
 (use a Redis nobody else calls EVALSHA on); Python time is time.process_time of this process, so
-both are CPU, not wall clock, and far less noisy than rates on a shared machine. Not a test.
+both are CPU, not wall clock, and far less noisy than rates on a shared machine. --audit marks the three
+limits audited: every decision is also written to the decision log (XADD in the same call, issue 17). Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -74,6 +76,7 @@ def main() -> int:
     parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
     parser.add_argument("--period-s", type=int, default=1, help="the limits' period (60+: durable, recorded)")
     parser.add_argument("--not-durable", action="store_true", help="limits of 60 s+ without their records")
+    parser.add_argument("--audit", action="store_true", help="log every decision (issue 17's decision log)")
     arguments = parser.parse_args()
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     prefix = f"bench-cost-{uuid.uuid4().hex[:8]}"
@@ -85,6 +88,7 @@ def main() -> int:
         print(f"{'raw EVALSHA':>16} | single: redis {redis_us:6.1f} µs  python {python_us:6.1f} µs")
         for algorithm in arguments.algorithms.split(","):
             limits = three_limits(algorithm, arguments.period_s, durable=not arguments.not_durable)
+            limits = [dataclasses.replace(spec, audit=arguments.audit) for spec in limits]
             check = CheckItem("acct-1", "PutRecords", resource="shard-1", ip="10.0.0.1")
             same = [(check, limits)] * 100
             spread = [
@@ -101,10 +105,14 @@ def main() -> int:
             )
             print(verdicts(single[0], batch[0] / 100, wide[0] / 100))
     finally:
-        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
-        for start in range(0, len(keys), 500):
-            client.delete(*keys[start : start + 500])
+        delete_prefix(client, prefix)
     return 0
+
+
+def delete_prefix(client: redis.Redis, prefix: str) -> None:
+    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+    for start in range(0, len(keys), 500):
+        client.delete(*keys[start : start + 500])
 
 
 if __name__ == "__main__":

@@ -179,7 +179,9 @@ def test_the_limit_add_form_groups_every_field_in_named_fieldsets(admin_client) 
     assert set(response.context["adminform"].form.fields) == {
         "name", "description", "operation", "plan", "algorithm", "quantity", "unit", "period_seconds",
         "calendar_period", "burst", "key_by", "match", "mode", "on_store_failure", "sync_ms",
+        "audit",
     }  # fmt: skip
+    assert "audit" in fieldsets["Behaviour"]
 
 
 @pytest.mark.django_db

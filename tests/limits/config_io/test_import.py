@@ -44,6 +44,7 @@ def test_it_creates_every_object_with_the_documented_defaults() -> None:
         "mode": "enforce",
         "on_store_failure": "database",
         "sync_ms": None,
+        "audit": False,
         "plan": None,
     }
     assert document["overrides"][0]["resource"] == ""

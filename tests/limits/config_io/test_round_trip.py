@@ -29,6 +29,7 @@ DESIGN_KEY_ORDER = {
         "mode",
         "on_store_failure",
         "sync_ms",
+        "audit",
         "plan",
     ],
     "overrides": [

@@ -61,6 +61,7 @@ class LimitSection(Section):
         Key("mode", fields.choice(*Mode.values), Mode.ENFORCE.value),
         Key("on_store_failure", fields.choice(*StoreFailurePolicy.values), StoreFailurePolicy.DATABASE.value),
         Key("sync_ms", fields.optional_positive_int, None),
+        Key("audit", fields.boolean, False),
         Key("plan", fields.optional_name, None, refers_to="plans"),
     )
     key_of_field = {"quantity": "limit", "period_seconds": "period", "calendar_period": "period"}
@@ -88,6 +89,7 @@ class LimitSection(Section):
             "mode": obj.mode,
             "on_store_failure": obj.on_store_failure,
             "sync_ms": obj.sync_ms,
+            "audit": obj.audit,
             "plan": obj.plan.name if obj.plan else None,
         }
 
@@ -110,6 +112,7 @@ class LimitSection(Section):
             "on_store_failure": entry["on_store_failure"],
             "plan": lookup("plans", entry["plan"]),
             "sync_ms": entry["sync_ms"],
+            "audit": entry["audit"],
         }
 
 
