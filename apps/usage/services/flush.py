@@ -194,6 +194,5 @@ def _model_of(bucket: dt.datetime, row: UsageRow) -> UsageMinute:
         shadow_denied=row.shadow_denied,
         costs=dict(row.costs),
         session_ms=row.session_ms,
-        # The usage hash's `logged` (apps/engine/decision_log.py); read once UsageRow carries it (H4's side).
-        logged=getattr(row, "logged", 0),
+        logged=row.logged,
     )
