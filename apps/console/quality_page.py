@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,16 +76,28 @@ def _index(edges: Sequence[int], at_ms: int) -> int:
     return min(max(int((at_ms - edges[0]) // max(width, 1)), 0), len(edges) - 1)
 
 
+def final_per_instant(points: Iterable[Sequence[float]]) -> Iterator[tuple[int, float]]:
+    """(at_ms, value) points in time order, only the last of each instant (events of one millisecond are one
+    change: two leases ending together never leave one held in between)."""
+    pending: tuple[int, float] | None = None
+    for at_ms, value in points:
+        if pending is not None and int(at_ms) != pending[0]:
+            yield pending
+        pending = (int(at_ms), value)
+    if pending is not None:
+        yield pending
+
+
 def points_per_bucket(points: Iterable[Sequence[float]], edges: Sequence[int]) -> list[float]:
     """A step function given by (at_ms, value) points in time order: its highest value in each bucket (what held
     at a bucket's start counts too, unless a point replaces it right at the start)."""
     found: list[float | None] = [None] * len(edges)
     last: list[float] = [0.0] * len(edges)
     at_edge = [False] * len(edges)
-    for at_ms, value in points:
-        index = _index(edges, int(at_ms))
+    for at_ms, value in final_per_instant(points):
+        index = _index(edges, at_ms)
         if found[index] is None:
-            at_edge[index] = int(at_ms) <= edges[index]
+            at_edge[index] = at_ms <= edges[index]
         found[index] = value if found[index] is None else max(found[index] or 0.0, value)
         last[index] = value
     values, carry = [], 0.0

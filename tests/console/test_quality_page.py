@@ -39,9 +39,9 @@ def lease_event(at_ms: int, kind: str, customer: str, lease: str, entry: int) ->
     )  # fmt: skip
 
 
-@pytest.fixture
-def audited(db) -> AuditRun:
-    """heavy-1 (plan heavy) holds 3 leases where its limit is 2 (one violation); light-1 (plan light) holds 1."""
+def audited_log() -> AuditRun:
+    """heavy-1 (plan heavy) holds 3 leases where its limit is 2 (one violation); light-1 (plan light) holds 1:
+    the log as DecisionEvent rows, audited by audit_quality_run (also used by tests/browser/test_quality_page.py)."""
     CustomerFactory(external_id="heavy-1", plan=PlanFactory(name="heavy"))
     CustomerFactory(external_id="light-1", plan=PlanFactory(name="light"))
     LimitFactory(name=SESSIONS, algorithm=Algorithm.CONCURRENCY, quantity=2, period_seconds=3600)
@@ -56,6 +56,11 @@ def audited(db) -> AuditRun:
     DecisionEvent.objects.bulk_create(events)
     filters = log_filters(start=T0 - dt.timedelta(minutes=1), end=T0 + dt.timedelta(minutes=1))
     return audit_quality_run(filters=filters).run
+
+
+@pytest.fixture
+def audited(db) -> AuditRun:
+    return audited_log()
 
 
 def test_the_latest_run_lists_its_violation_with_links_to_the_customer_and_the_limit(admin_client, audited) -> None:
