@@ -2,8 +2,9 @@
 
 A synthetic day of the seed's scenario in 16 slot streams: common users opening a few random short sessions,
 aggressive users opening many equal long ones, every opening decided on a fixed window limit ("opens") and held
-under a concurrency and a session_time limit (acquire, then release or expiry, one entry per limit), plus
-window-limit decisions on reads (a token bucket and a sliding log). The events are built in memory first; only
+under a concurrency and a session_time limit (as the engine logs it: the acquire on the concurrency limit, the
+session_time decision, then a release or nothing: an expiry), plus window-limit decisions on reads (a token
+bucket and a sliding log). The events are built in memory first; only
 audit() is timed.
 
     .venv/bin/python -m bench.quality.audit_scale [--sizes 1000000 2000000] [--profile]
@@ -23,7 +24,7 @@ from apps.quality.analysis import Event, audit
 T0 = 1_705_276_800_000
 DAY = 86_400_000
 SLOTS = 16
-EVENTS_PER_SESSION = 8.8  # an opening decision, 2 acquires, 2 releases (for 90%), 4 read decisions
+EVENTS_PER_SESSION = 7.9  # an opening decision, an acquire, a session_time decision, a release (90%), 4 reads
 AGGRESSIVE = 20
 AGGRESSIVE_SHARE = 0.25  # of the sessions
 
@@ -38,18 +39,22 @@ def _limit_fields(name: str) -> dict[str, object]:
     }[name]
 
 
-def _event(at: int, kind: str, customer: str, limit: str, **extra: object) -> Event:
+def _event(at: int, kind: str, customer: str, limit: str, **extra: object) -> tuple[int, str, str, str, dict]:  # type: ignore[type-arg]
+    """An event to build later: Events are built in each stream's time order, as a reader of the log would."""
+    return (at, kind, customer, limit, extra)
+
+
+def _build(at: int, kind: str, customer: str, limit: str, extra: dict) -> Event:  # type: ignore[type-arg]
     fields = _limit_fields(limit) | extra
     return Event(at_ms=at, kind=kind, customer=customer, limit=limit, key=f"q:{{c={customer}}}:{limit}", **fields)  # type: ignore[arg-type]
 
 
-def _session(out: list[Event], rng: random.Random, customer: str, member: str, at: int, length: int) -> None:
+def _session(out: list, rng: random.Random, customer: str, member: str, at: int, length: int) -> None:
     out.append(_event(at, "allow", customer, "opens", cost=1, window_ms=at - at % 60_000))
-    for limit in ("held", "time"):
-        out.append(_event(at, "acquire", customer, limit, lease=member, expires_ms=at + length + 30_000))
-    if rng.random() < 0.9:  # released; the others are left to expire
-        for limit in ("held", "time"):
-            out.append(_event(at + length, "release", customer, limit, lease=member))
+    out.append(_event(at, "acquire", customer, "held", lease=member, expires_ms=at + length + 30_000))
+    out.append(_event(at, "allow", customer, "time", cost=1))  # the session_time decision, after its acquire
+    if rng.random() < 0.9:  # released (on the concurrency key, without the limit's figures); others expire
+        out.append(_event(at + length, "release", customer, "held", lease=member, quantity=0))
     for k in range(2):
         read_at = at + rng.randrange(max(1, length))
         out.append(_event(read_at, "allow", customer, "reads", cost=1))
@@ -62,7 +67,7 @@ def generate(total: int, seed: int = 17) -> tuple[list[list[Event]], dict[str, s
     sessions = int(total / EVENTS_PER_SESSION)
     aggressive_each = int(sessions * AGGRESSIVE_SHARE) // AGGRESSIVE
     commons = max(1, (sessions - aggressive_each * AGGRESSIVE) // 25)
-    events: list[Event] = []
+    events: list = []  # type: ignore[type-arg]
     for number in range(AGGRESSIVE):  # equal long sessions, evenly spaced over the day
         name, step = f"aggressive{number}", DAY // max(1, aggressive_each)
         for k in range(aggressive_each):
@@ -71,11 +76,15 @@ def generate(total: int, seed: int = 17) -> tuple[list[list[Event]], dict[str, s
         name = f"common{number}"
         for k in range(25):
             _session(events, rng, name, f"{name}-{k}", T0 + rng.randrange(DAY), rng.randrange(1_000, 120_000))
-    streams: list[list[Event]] = [[] for _ in range(SLOTS)]
+    pending: list[list] = [[] for _ in range(SLOTS)]  # type: ignore[type-arg]
     for event in events:
-        streams[zlib.crc32(event.customer.encode()) % SLOTS].append(event)
-    for stream in streams:
-        stream.sort(key=lambda event: event.at_ms)
+        pending[zlib.crc32(event[2].encode()) % SLOTS].append(event)
+    del events
+    streams: list[list[Event]] = []
+    for stream in pending:
+        stream.sort(key=lambda event: event[0])
+        streams.append([_build(*event) for event in stream])
+        stream.clear()
     plans = {f"aggressive{n}": "pro" for n in range(AGGRESSIVE)} | {f"common{n}": "free" for n in range(commons)}
     return streams, plans
 

@@ -62,10 +62,10 @@ def audit(
             count += 1
             if progress is not None and count % PROGRESS_EVERY == 0:
                 progress(count)
+        return state.finish(count, top)
     finally:
         if collecting:
             gc.enable()
-    return state.finish(count, top)
 
 
 class _Audit:
@@ -116,19 +116,27 @@ class _Audit:
             return
         if event.kind == ALLOW:
             check.admit(event)
+            if event.algorithm == SESSION_TIME:
+                self.book.join(event.at_ms, scope.last_acquired, event.operation, check)
         else:
             check.denied += 1
 
     def acquire(self, event: Event) -> None:
+        """An acquire (logged once per lease, on its concurrency limit) or a renewal (without the limit's figures)."""
         scope = self.customers.get(event.customer) or self.customer(event.customer)
-        if event.limit not in scope.seen:
-            self.note(scope, event)
+        at = event.at_ms
+        if event.kind == ACQUIRE:
+            if event.limit not in scope.seen:
+                self.note(scope, event)
+            scope.last_acquired = event.lease
+        else:
+            self.book.renewed(at, event.lease)
         check = self.checks.get(event.key) if event.algorithm in LEASE_ALGORITHMS else None
         if check is not None:
-            check.admission(event.at_ms)
+            check.admission(at)
             if event.kind == ACQUIRE:
                 check.admitted += 1
-        self.book.acquire(event.at_ms, event.lease, event.expires_ms, scope, event.operation, check)
+        self.book.acquire(at, event.lease, event.expires_ms, scope, event.operation, check)
 
     def customer(self, name: str) -> Scope:
         group = None
@@ -142,7 +150,8 @@ class _Audit:
         return scope
 
     def note(self, scope: Scope, event: Event) -> None:
-        """The first event of this limit for this customer: its tracker, and the terms of its score."""
+        """The first event carrying this limit's figures (a decision or an acquire) for this customer: its
+        tracker, and the terms of the customer's score."""
         scope.seen.add(event.limit)
         if event.key not in self.checks:
             self.checks[event.key] = self.new_check(event)

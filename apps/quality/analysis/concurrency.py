@@ -61,11 +61,13 @@ class Level:
 class Lease:
     """One live lease: who holds it, until when, and the per-limit trackers counting it."""
 
-    __slots__ = ("checks", "expires", "owner")
+    __slots__ = ("checks", "expires", "operation", "owner", "started")
 
-    def __init__(self, owner: Any, expires: int) -> None:
+    def __init__(self, owner: Any, expires: int, started: int, operation: str) -> None:
         self.owner = owner
         self.expires = expires
+        self.started = started
+        self.operation = operation
         self.checks: list[Any] = []
 
 
@@ -92,7 +94,7 @@ class LeaseBook:
         lease = self.live.get(member)
         expires = max(expires, at) if expires else 0
         if lease is None:
-            lease = self.live[member] = Lease(owner, expires)
+            lease = self.live[member] = Lease(owner, expires, at, operation)
             if expires:
                 self._push(expires, member)
             owner.start(at, operation)
@@ -102,6 +104,21 @@ class LeaseBook:
         if check is not None and check not in lease.checks:
             lease.checks.append(check)
             check.lease_start(at)
+
+    def join(self, at: int, member: str | None, operation: str, check: Any) -> None:
+        """A session_time limit allowed the acquisition of `member` at `at` (its decision follows the acquire,
+        logged on the concurrency limit, in the same script call): the lease counts for it from now."""
+        lease = self.live.get(member) if member is not None else None
+        if lease is not None and lease.started == at and lease.operation == operation and check not in lease.checks:
+            lease.checks.append(check)
+            check.lease_start(at)
+
+    def renewed(self, at: int, member: str) -> None:
+        """A renewal is judged by the lease's session_time limits: each checks it as an admission."""
+        lease = self.live.get(member)
+        if lease is not None:
+            for check in lease.checks:
+                check.admission(at)
 
     def end(self, at: int, member: str) -> None:
         """Released or noticed expired at `at` (an unknown or already ended lease: nothing)."""

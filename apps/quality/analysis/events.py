@@ -1,9 +1,13 @@
 """One entry of the decision and session log, as the audit reads it (issue 17's contract, section 2).
 
 Kinds: `allow` / `deny` are decisions on a limit with `audit: true`; `acquire` / `renew` / `release` /
-`expire` are lease events, logged for every lease, one entry per limit the lease is held under (its
-counter key `key`, the lease member `lease`, and `expires_ms` for acquire and renew). An `expire` entry
-may carry only at_ms, kind, key, lease and customer: the audit joins it to the acquire by `lease`.
+`expire` are lease events, logged for every lease (apps/engine/decision_log.py and lua/check.lua):
+- `acquire`: once per lease, on the item's leased limit (its concurrency limit, position 1), with that limit's
+  figures, the member `lease` and `expires_ms`. The same script call then logs the item's audited decisions,
+  so a session_time limit's `allow` follows its acquire in the same millisecond: the audit joins them.
+- `renew` / `release`: on the concurrency set's key and limit name, without quantity or period (0).
+- `expire`: a lease the store noticed expired (at_ms) with its expiry (`expires_ms`); it may carry only at_ms,
+  kind, key, lease, customer and expires_ms: the audit joins it to the acquire by `lease`.
 
 Units: `cost` is in the limit's unit, `quantity` the limit's quantity (seconds for session_time),
 `period_ms` 0 when the limit has no period, `burst` 0 when none (a bucket then holds `quantity`),

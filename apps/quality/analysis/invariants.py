@@ -179,13 +179,16 @@ class BucketCheck(Check):
 
 
 class ConcurrencyCheck(Check):
-    """Leases held under this key; admit() is a check that only looks."""
+    """Leases held under this key; an allowed check only looks (the acquires count the admissions)."""
 
     __slots__ = ("held",)
 
     def __init__(self, first: Event, sink: list[Violation]) -> None:
         super().__init__(first, sink)
         self.held = Level()
+
+    def admit(self, event: Event) -> None:
+        pass
 
     def _change(self, at: int, delta: int) -> None:
         held = self.held

@@ -74,7 +74,7 @@ class Scope:
 
     __slots__ = (
         *("concurrency", "group", "level", "members", "name", "openings"),
-        *("sampler", "score", "seen", "session_check", "sessions"),
+        *("last_acquired", "sampler", "score", "seen", "session_check", "sessions"),
     )
 
     def __init__(self, name: str, group: Scope | None = None) -> None:
@@ -87,6 +87,7 @@ class Scope:
         self.concurrency = 0
         self.session_check: Any = None
         self.seen: set[str] = set()
+        self.last_acquired: str | None = None  # the lease member of this customer's latest acquire
 
     def start(self, at: int, operation: str) -> None:
         """A lease of this customer starts (LeaseBook's owner protocol)."""

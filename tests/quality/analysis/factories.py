@@ -57,6 +57,8 @@ def lease_event(
     operation: str = "open",
 ) -> Event:
     name = limit or algorithm
+    if kind != "acquire":  # the engine logs renewals and releases without the limit's figures
+        quantity = period_ms = 0
     return Event(
         at_ms=at,
         kind=kind,

@@ -109,28 +109,38 @@ def test_concurrency_holds_quantity_and_a_lease_starting_as_another_expires_is_n
     assert found.key == "q:{c=acme}:concurrency"
 
 
+def timed_session(start: int, end: int, member: str, *, quantity: int = 2, released: bool = True) -> list:  # type: ignore[type-arg]
+    """As the engine logs it: the acquire on the concurrency limit, then the session_time limit's decision."""
+    events = session(start, end, member, released=released)
+    return [events[0], decision(start, "session_time", quantity, 10 * SECOND), *events[1:]]
+
+
 def test_session_time_refuses_admissions_once_the_window_is_used_up_but_lets_the_last_run() -> None:
-    fields = {"algorithm": "session_time", "quantity": 2, "period_ms": 10 * SECOND}
-    # 1 s + a session admitted at 1.5 s used that runs 3 s: over the quantity, allowed (never cut short).
-    fine = ordered(session(T0, T0 + 1_000, "a", **fields), session(T0 + 2_000, T0 + 5_000, "b", **fields))
-    fine += [lease_event(T0 + 10_000, "acquire", "c", expires=T0 + 11_000, **fields)]  # a fresh window
+    # 1 s, then a session admitted with 1 s used that runs 3 s: past the quantity, allowed (never cut short).
+    fine = ordered(timed_session(T0, T0 + 1_000, "a"), timed_session(T0 + 2_000, T0 + 5_000, "b"))
+    fine += timed_session(T0 + 10_000, T0 + 11_000, "c")  # a fresh window
     assert audit([fine]).violations == []
 
-    breach = [lease_event(T0 + 3_000, "acquire", "late", expires=T0 + 4_000, **fields)]  # 1 s + 1 s used
+    breach = timed_session(T0 + 3_000, T0 + 4_000, "late")  # 1 s + 1 s used by then
     found = only_violation(ordered(fine, breach))
 
     assert (found.at_ms, found.kind, found.observed, found.allowed) == (T0 + 3_000, "over_session_time", 2, 2)
+    assert found.key == "q:{c=acme}:session_time"
 
 
-def test_session_time_renewals_and_allowed_checks_are_admissions_too() -> None:
-    fields = {"algorithm": "session_time", "quantity": 1, "period_ms": 10 * SECOND}
-    events = [lease_event(T0, "acquire", "a", expires=T0 + 2_000, **fields)]
-    events.append(lease_event(T0 + 999, "renew", "a", expires=T0 + 3_000, **fields))
+def test_session_time_counts_an_expired_session_to_its_expiry() -> None:
+    fine = ordered(timed_session(T0, T0 + 1_999, "a", released=False), timed_session(T0 + 5_000, T0 + 6_000, "b"))
+    assert audit([fine]).violations == []
+    late = ordered(timed_session(T0, T0 + 2_000, "a", released=False), timed_session(T0 + 5_000, T0 + 6_000, "b"))
+    assert only_violation(late).at_ms == T0 + 5_000
+
+
+def test_session_time_renewals_are_admissions_too() -> None:
+    events = timed_session(T0, T0 + 5_000, "a", quantity=1, released=False)
+    events.append(lease_event(T0 + 999, "renew", "a", expires=T0 + 6_000))
     assert audit([events]).violations == []
-    found = only_violation([*events, lease_event(T0 + 1_000, "renew", "a", expires=T0 + 4_000, **fields)])
-    assert found.at_ms == T0 + 1_000
-    check = decision(T0 + 1_000, "session_time", 1, 10 * SECOND, limit="session_time")
-    assert only_violation([*events, check]).at_ms == T0 + 1_000
+    found = only_violation([*events, lease_event(T0 + 1_000, "renew", "a", expires=T0 + 7_000)])
+    assert (found.at_ms, found.limit) == (T0 + 1_000, "session_time")
 
 
 def test_a_shadow_limit_over_its_quantity_is_reported_apart_and_is_no_violation() -> None:

@@ -10,14 +10,14 @@ from tests.quality.analysis.factories import T0, decision, lease_event
 
 MINUTE = 60_000
 LIMITS = {"quantity": 5}
-SESSION_LIMIT = {"algorithm": "session_time", "quantity": 3_600, "period_ms": 3_600_000}
+HOUR = 3_600_000
 
 
 def opening(at: int, customer: str, member: str, length: int) -> list[tuple[int, object]]:
     events = [
         decision(at, "sliding_window", 20, MINUTE, customer=customer, limit="opens"),
         lease_event(at, "acquire", member, expires=at + length, customer=customer, **LIMITS),
-        lease_event(at, "acquire", member, expires=at + length, customer=customer, **SESSION_LIMIT),
+        decision(at, "session_time", 3_600, HOUR, customer=customer),
     ]
     return [(at, event) for event in events]
 
@@ -50,11 +50,11 @@ def test_the_score_adds_the_three_terms_and_drops_a_missing_limit() -> None:
     at = T0
     events = [decision(at, "fixed_window", 4, MINUTE, limit="opens")]
     events += [lease_event(at, "acquire", "a", expires=at + 30 * 60_000, quantity=2)]
-    events += [lease_event(at, "acquire", "a", expires=at + 30 * 60_000, **SESSION_LIMIT)]
+    events += [decision(at, "session_time", 3_600, HOUR)]
     timeline = audit([events]).customers["acme"].monopolization
     # right after the start: 1/2 sessions + 1/4 openings; right before the expiry: 1/2 + 0 + 1800 s / 3600 s.
     assert timeline.points == [(at, 0.75), (at + 30 * 60_000, 1.0)]
-    only_sessions = audit([[events[1]]]).customers["acme"].monopolization
+    only_sessions = audit([[events[1]]]).customers["acme"].monopolization  # no window nor session_time limit
     assert only_sessions.peak == 0.5
 
 

@@ -152,10 +152,14 @@ def test_max_openings_matches_every_interval_counted(spans, period) -> None:
 @QUICK
 @given(leases, st.integers(1, 3), st.integers(5, 60))
 def test_session_time_admissions_match_the_time_summed_per_millisecond(spans, quantity, period) -> None:
-    fields = {"algorithm": "session_time", "quantity": quantity, "period_ms": period * 1_000}
     scaled = [(start * 100, ttl * 100, None if rel is None else rel * 100) for start, ttl, rel in spans]
-    log, held = lease_log(scaled, **fields)
+    log, held = lease_log(scaled, quantity=100)
     window = period * 1_000
+    joined = []  # each acquire followed by its session_time decision, as the engine logs them
+    for event in log:
+        joined.append(event)
+        if event.kind == "acquire":
+            joined.append(decision(event.at_ms, "session_time", quantity, window))
     reported, breaches = set(), []
     for start, _ in sorted(held, key=lambda span: span[0]):
         begin = start - (T0 + start) % window
@@ -163,4 +167,4 @@ def test_session_time_admissions_match_the_time_summed_per_millisecond(spans, qu
         if used >= quantity * 1_000 and begin not in reported:
             reported.add(begin)
             breaches.append(T0 + start)
-    assert [v.at_ms for v in audit([log]).violations] == breaches
+    assert [v.at_ms for v in audit([joined]).violations] == breaches

@@ -45,8 +45,8 @@ def test_a_release_and_an_acquire_in_the_same_millisecond_are_not_two_sessions_a
 
 
 def test_one_lease_held_under_two_limits_is_one_session() -> None:
-    both = [lease_event(T0, "acquire", "a", expires=T0 + 100)]
-    both.append(lease_event(T0, "acquire", "a", expires=T0 + 100, algorithm="session_time", period_ms=60_000))
+    both = [lease_event(T0, "acquire", "a", expires=T0 + 100)]  # the session_time decision follows its acquire
+    both.append(decision(T0, "session_time", 60, 60_000))
     report = audit([both])
     assert report.customers["acme"].sessions == 1
     assert report.customers["acme"].session_ms == 100
