@@ -34,7 +34,7 @@ def test_entries_are_stored_with_their_fields_and_trimmed_from_redis(redis_clien
 
     assert (report.streams, report.read, report.inserted, report.trimmed, report.malformed) == (2, 3, 3, 3, 0)
     assert redis_client.xlen(stream_of(key_prefix)) == 0
-    stored = DecisionEvent.objects.get(entry_id=ids[1])
+    stored = DecisionEvent.objects.get(slot=stream_of(key_prefix), entry_id=ids[1])  # ids repeat across streams
     assert (stored.slot, stored.kind, stored.customer, stored.limit, stored.algorithm) == (
         stream_of(key_prefix), "deny", "acme", "per-minute", "fixed_window"
     )  # fmt: skip
