@@ -23,13 +23,12 @@ VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
 DEBUG = env.bool("DEBUG", default=False)
 
 SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            "SECRET_KEY is not set. Set it in the environment or in .env "
-            "(`make run` writes one for you), or set DEBUG=true for a throwaway development key."
-        )
-    SECRET_KEY = "insecure-development-key-only-used-with-debug-on"  # noqa: S105 - only with DEBUG on
+if not SECRET_KEY and not DEBUG:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set. Set it in the environment or in .env "
+        "(`make run` writes one for you), or set DEBUG=true for a throwaway development key."
+    )
+SECRET_KEY = SECRET_KEY or "insecure-development-key-only-used-with-debug-on"  # only with DEBUG on
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -241,8 +240,7 @@ def _one_of(name: str, default: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-# Prefix of every Redis key the engine writes, so several platforms can share a Redis.
-QUOTA_KEY_PREFIX = env.str("QUOTA_KEY_PREFIX", default="qp")
+QUOTA_KEY_PREFIX = env.str("QUOTA_KEY_PREFIX", default="qp")  # of every engine key: platforms may share a Redis
 DECISION_LOG_MAX_PER_SLOT = env.int("DECISION_LOG_MAX_PER_SLOT", default=200_000)  # each log stream's cap (MAXLEN ~)
 # Seconds between heartbeats of each API instance (the `local` failure policy divides limits by live ones).
 QUOTA_HEARTBEAT_S = env.float("QUOTA_HEARTBEAT_S", default=10.0)
@@ -284,9 +282,8 @@ QUOTA_TOGGLES_ALLOW_PRIVATE = env.bool("QUOTA_TOGGLES_ALLOW_PRIVATE", default=Fa
 # Seconds to wait for the source (connect, each read, and the whole download).
 QUOTA_TOGGLES_TIMEOUT_S = env.float("QUOTA_TOGGLES_TIMEOUT_S", default=5.0)
 
-# Gateway forward-auth (/api/v1/authz): which header names the customer, which the client address,
-# what a path no route maps gets, and the routes: a JSON list of {"method", "path" (regex, may
-# capture (?P<resource>...)), "operation"}.
+# Gateway forward-auth (/api/v1/authz): the customer and client-address headers, what a path no route maps gets,
+# and the routes: a JSON list of {"method", "path" (regex, may capture (?P<resource>...)), "operation"}.
 QUOTA_AUTHZ_CUSTOMER_HEADER = env.str("QUOTA_AUTHZ_CUSTOMER_HEADER", default="X-Quota-Customer")
 QUOTA_AUTHZ_IP_HEADER = env.str("QUOTA_AUTHZ_IP_HEADER", default="X-Real-IP")
 QUOTA_AUTHZ_UNMATCHED = _one_of("QUOTA_AUTHZ_UNMATCHED", "allow", ("allow", "deny"))
