@@ -13,6 +13,7 @@ from apps.apikeys.models import ApiKey, Service
 from apps.customers.models import Customer, Plan
 from apps.history.models import ChangeEvent
 from apps.limits.models import AccessRule, Limit, Operation, Override
+from apps.quality.models import AuditRun, DecisionEvent, LogCheck
 from apps.reports.models import ExportJob
 from apps.toggles.models import FeatureToggle
 from apps.usage.models import QuarantinedUsage, UsageDay, UsageHour, UsageMinute
@@ -20,6 +21,7 @@ from tests.apikeys.factories import ApiKeyFactory, ServiceFactory
 from tests.customers.factories import CustomerFactory, PlanFactory
 from tests.history.factories import ChangeEventFactory
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory, OverrideFactory
+from tests.quality.factories import AuditRunFactory, DecisionEventFactory, LogCheckFactory
 from tests.reports.factories import ExportJobFactory
 from tests.toggles.factories import FeatureToggleFactory
 from tests.usage.factories import QuarantinedUsageFactory, UsageDayFactory, UsageHourFactory, UsageMinuteFactory
@@ -41,6 +43,9 @@ FACTORY_BY_MODEL: dict[type[Model], Any] = {
     QuarantinedUsage: QuarantinedUsageFactory,
     ChangeEvent: ChangeEventFactory,
     ExportJob: ExportJobFactory,
+    DecisionEvent: DecisionEventFactory,
+    AuditRun: AuditRunFactory,
+    LogCheck: LogCheckFactory,
 }
 
 
