@@ -21,9 +21,12 @@
                  "detail": str, "observed": number, "allowed": number}
     LIMIT = {"key": str, "customer": str, "limit": str, "algorithm": str, "quantity": int, "period_ms": int,
              "burst": int, "shadow": bool, "admitted": int, "admitted_cost": int, "denied": int,
-             "peak": number,       # the largest value the check compared with "allowed" (held leases, cost
-                                   # in a window / interval, bucket excess + burst, session seconds)
+             "peak": number,       # the largest value the check compared with "allowed": leases held at once,
+                                   # cost in a window / sliding interval, the weighted estimate (sliding_window),
+                                   # session seconds in a window; for buckets the cost admitted in the worst
+                                   # interval, with "allowed" its burst + rate x length
              "allowed": number, "violations": int}
+                                   # admitted: allowed decisions (concurrency: acquires); denied: denied decisions
     SCOPE = {"group": str | null,      # customers only
              "customers": int,          # groups only (0 for a customer)
              "sessions": int,           # leases acquired
