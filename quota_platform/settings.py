@@ -48,19 +48,8 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "axes",
     # Ours
-    "apps.common",
-    "apps.customers",
-    "apps.limits",
-    "apps.apikeys",
-    "apps.enforcement",
-    "apps.usage",
-    "apps.toggles",
-    "apps.ops",
-    "apps.reports",
-    "apps.console",
-    "apps.history",
-    "apps.accounts",
-    "apps.quality",
+    *(f"apps.{app}" for app in ("common", "customers", "limits", "apikeys", "enforcement", "usage", "toggles")),
+    *(f"apps.{app}" for app in ("ops", "reports", "console", "history", "accounts", "quality", "alerts")),
 ]
 
 MIDDLEWARE = [
