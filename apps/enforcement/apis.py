@@ -33,6 +33,7 @@ from apps.enforcement.parsing import (
 from apps.enforcement.selectors import customer_limits_effective
 from apps.enforcement.service_api import ServiceApi
 from apps.enforcement.services import (
+    BATCH_REJECTED,
     COST_EXCEEDS_LIMIT,
     DENIED,
     OVER_LIMIT,
@@ -44,7 +45,10 @@ from apps.enforcement.services import (
 from apps.limits.snapshot import Snapshot
 from apps.limits.snapshot_holder import snapshot_current
 
-STATUS_BY_CODE = {"OK": 200, OVER_LIMIT: 429, COST_EXCEEDS_LIMIT: 429, DENIED: 403}
+STATUS_BY_CODE = {"OK": 200, OVER_LIMIT: 429, COST_EXCEEDS_LIMIT: 429, DENIED: 403, BATCH_REJECTED: 429}
+# The decision metric's outcomes (apps/common/metrics.OUTCOMES): an item refused only because its atomic batch
+# was is counted as over a limit.
+METRIC_OUTCOME = {BATCH_REJECTED: OVER_LIMIT}
 
 
 def outcome_body(outcome: CheckOutcome) -> dict[str, Any]:
@@ -80,7 +84,7 @@ def observe(endpoint: str, started: float, decided: list[tuple[str, CheckOutcome
         ((operation, outcome),) = decided
         metrics.decision_recorded(
             operation=metrics.operation_label(operation, known),
-            outcome=outcome.code,
+            outcome=METRIC_OUTCOME.get(outcome.code, outcome.code),
             shadow_denied=any(result.shadow and result.over for result in outcome.limits),
             degraded=outcome.degraded,
             seconds=time.perf_counter() - started,
@@ -89,7 +93,8 @@ def observe(endpoint: str, started: float, decided: list[tuple[str, CheckOutcome
         return
     totals: dict[tuple[str, str], list[int]] = {}
     for operation, outcome in decided:
-        counts = totals.setdefault((metrics.operation_label(operation, known), outcome.code), [0, 0, 0])
+        code = METRIC_OUTCOME.get(outcome.code, outcome.code)
+        counts = totals.setdefault((metrics.operation_label(operation, known), code), [0, 0, 0])
         counts[0] += 1
         counts[1] += any(result.shadow and result.over for result in outcome.limits)
         counts[2] += outcome.degraded

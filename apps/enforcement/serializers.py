@@ -71,8 +71,10 @@ class LimitResultSerializer(serializers.Serializer):
 class DecisionSerializer(serializers.Serializer):
     allowed = serializers.BooleanField()
     code = serializers.ChoiceField(
-        choices=["OK", "OVER_LIMIT", "COST_EXCEEDS_LIMIT", "DENIED"],
-        help_text="COST_EXCEEDS_LIMIT: the check costs more than a limit's capacity and will never be admitted.",
+        choices=["OK", "OVER_LIMIT", "COST_EXCEEDS_LIMIT", "DENIED", "BATCH_REJECTED"],
+        help_text="COST_EXCEEDS_LIMIT: the check costs more than a limit's capacity and will never be admitted. "
+        "BATCH_REJECTED (atomic batches only): this item's own limits and rules admitted it, but another item of "
+        "the batch was refused, so none was admitted; retry_after_ms is when the whole batch would pass.",
     )
     retry_after_ms = serializers.IntegerField(allow_null=True, help_text="null: waiting will not help.")
     degraded = serializers.BooleanField()

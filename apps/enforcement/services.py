@@ -31,6 +31,9 @@ from apps.limits.snapshot import LimitConfig, Snapshot
 OK, OVER_LIMIT, DENIED = "OK", "OVER_LIMIT", "DENIED"
 # Refused because the check costs more than a limit's capacity: no wait will ever admit it as sent.
 COST_EXCEEDS_LIMIT = "COST_EXCEEDS_LIMIT"
+# An item of a refused atomic batch that its own limits (and rules) admitted: refused only because another
+# item of the batch was (all or none).
+BATCH_REJECTED = "BATCH_REJECTED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,13 @@ def outcome_message(outcome: CheckOutcome) -> str | None:
     names = ", ".join(f"“{result.name}” ({result.limit} {result.unit})" for result in over) or "a limit"
     if outcome.code == COST_EXCEEDS_LIMIT:
         return f"This check costs more than {names} can ever admit: split it, or ask for a higher limit."
+    if outcome.code == BATCH_REJECTED:
+        when = (
+            "the batch as sent can never pass whole"
+            if outcome.retry_after_ms is None
+            else (f"retry the batch after {outcome.retry_after_ms} ms")
+        )
+        return f"Admitted on its own, but another item of this atomic batch was refused, so none was; {when}."
     return f"Over {names}; retry after {outcome.retry_after_ms} ms."
 
 
@@ -175,7 +185,20 @@ def check_batch_evaluate(
         raise request_id_reused({str(positions[index]): REUSED for index in error.indexes}) from None
     # Rule decisions are counted only now: a batch refused above consumed nothing, not even usage.
     ruled = {index: warned(outcome_of_rule(r), r) for index, r in enumerate(resolved) if r.resolution.action}
-    return [ruled[index] if index in ruled else next(decided) for index in range(len(items))]
+    outcomes = [ruled[index] if index in ruled else next(decided) for index in range(len(items))]
+    return batch_rejected(outcomes) if mode == "atomic" else outcomes
+
+
+def batch_rejected(outcomes: list[CheckOutcome]) -> list[CheckOutcome]:
+    """In a refused atomic batch, the items no enforced limit of their own refused (at their place in the batch)
+    say BATCH_REJECTED instead of the code of the item that was refused; they keep the batch's retry_after."""
+    return [
+        dataclasses.replace(outcome, code=BATCH_REJECTED)
+        if outcome.code in (OVER_LIMIT, COST_EXCEEDS_LIMIT)
+        and not any(result.over and not result.shadow for result in outcome.limits)
+        else outcome
+        for outcome in outcomes
+    ]
 
 
 def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome]:
@@ -219,10 +242,12 @@ def _degraded_batch(pending: list[Resolved], mode: str) -> list[FallbackDecision
 
 
 def _refused_by_rule(resolved: Resolved) -> CheckOutcome:
-    """An atomic batch with an item an access rule denies admits nothing; every item says DENIED."""
-    if not resolved.item.dry_run:
+    """An atomic batch with an item an access rule denies admits nothing: that item says DENIED, the others
+    BATCH_REJECTED (no wait helps either)."""
+    denied = resolved.resolution.action == RuleAction.DENY
+    if not resolved.item.dry_run:  # usage counts every item as refused by the rule, as before
         decision_ledger.add(decision_counts(resolved.item, "rule_denied", degraded=False, now_ms=_now_ms()))
-    return CheckOutcome(False, DENIED, None, (), {})
+    return warned(CheckOutcome(False, DENIED if denied else BATCH_REJECTED, None, (), {}), resolved)
 
 
 unknown_customers = BackgroundRecorder(
