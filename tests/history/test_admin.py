@@ -231,4 +231,5 @@ def test_a_change_reads_in_the_models_field_order_with_the_forms_labels() -> Non
         "key by",
         "mode",
         "on store failure",
+        "audit",
     ]
