@@ -113,8 +113,9 @@ def test_responsive_keeps_pacing_successes_and_shrinks_after_n_in_a_row() -> Non
     assert [policy.on_success() for _ in range(6)] == [4.0, 4.0, 2.0, 2.0, 2.0, 1.0]
 
 
-def test_a_throttle_breaks_the_run_of_successes() -> None:
-    policy = responsive()
+def test_in_the_classic_variant_a_throttle_breaks_the_run_of_successes() -> None:
+    # The default (the seed's AutoSleeper) keeps counting: test_auto_sleeper.py.
+    policy = responsive(variant="classic")
     throttles(policy, 2)  # 1, 2
     policy.on_success()
     policy.on_success()
@@ -149,27 +150,30 @@ def test_the_randomization_spread_is_capped_in_absolute_terms() -> None:
     assert throttles(policy, 2) == [100.0, 190.0]
 
 
-def test_responsive_keeps_its_own_metrics() -> None:
+@pytest.mark.parametrize(("variant", "sleeps"), [("auto_sleeper", 6), ("classic", 5)])
+def test_responsive_keeps_its_own_metrics(variant, sleeps) -> None:
     clock = FakeClock()
-    policy = responsive(down_after=2, sleep=clock.sleep)
+    policy = responsive(down_after=2, sleep=clock.sleep, variant=variant)
 
     policy.sleep_on_throttle()  # up: 1
     policy.sleep_on_throttle()  # up: 2
     policy.sleep_on_success()  # 2
     policy.sleep_on_success()  # down: 1
     policy.sleep_on_success()  # 1
-    policy.sleep_on_success()  # down: 0, no pause
+    policy.sleep_on_success()  # down: 0, no pause (the seed counts it as a sleep of zero length)
 
     assert clock.slept == [1.0, 2.0, 2.0, 1.0, 1.0]
     metrics = policy.metrics.snapshot()
     assert (metrics.invocations, metrics.times_up, metrics.times_down) == (6, 2, 2)
-    assert (metrics.sleeps, metrics.total_sleep_s) == (5, pytest.approx(7.0))
+    assert (metrics.sleeps, metrics.total_sleep_s, metrics.total_sleep_ns) == (sleeps, pytest.approx(7.0), 7 * 10**9)
 
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
         ({"initial_s": 0}, "initial_s"),
+        ({"initial_s": 1e-10}, "1 ns"),
+        ({"variant": "go"}, "variant"),
         ({"initial_s": 2, "max_s": 1}, "initial_s"),
         ({"up": 0.5}, "up"),
         ({"down": 1.0}, "down"),
@@ -198,13 +202,13 @@ events = st.lists(st.tuples(st.booleans(), st.floats(0, 1), st.none() | st.float
     randomization=st.floats(0, 0.99),
     max_randomization=st.floats(0, 100),
 )
-def test_responsive_stays_within_its_bounds_and_its_metrics_add_up(
+def test_classic_responsive_stays_within_its_bounds_and_its_metrics_add_up(
     events, initial, spread, up, down, down_after, randomization, max_randomization
 ) -> None:
     randoms = SequenceRandom(*[value for _, value, _ in events])
     policy = ResponsiveBackoff(
         initial, initial * spread, up=up, down=down, down_after=down_after, randomization=randomization,
-        max_randomization_s=max_randomization, random=randoms,
+        max_randomization_s=max_randomization, random=randoms, variant="classic",
     )  # fmt: skip
     handed_out = []
     for throttled, _, floor in events:
@@ -224,7 +228,7 @@ def test_responsive_stays_within_its_bounds_and_its_metrics_add_up(
 
 @settings(max_examples=200, deadline=None)
 @given(
-    kind=st.sampled_from(["linear", "exponential", "responsive"]),
+    kind=st.sampled_from(["linear", "exponential", "responsive", "classic"]),
     jitter=st.floats(0, 1),
     cap=st.floats(0.01, 10),
     events=events,
@@ -235,10 +239,13 @@ def test_no_policy_waits_less_than_the_floor_or_more_than_its_cap_unless_the_flo
         "linear": lambda: LinearBackoff(base_s=cap / 4, step_s=cap / 3, max_s=cap, jitter=jitter, random=randoms),
         "exponential": lambda: ExponentialBackoff(initial_s=cap / 8, max_s=cap, jitter=jitter, random=randoms),
         "responsive": lambda: ResponsiveBackoff(cap / 8, cap, jitter=jitter, random=randoms),
+        "classic": lambda: ResponsiveBackoff(cap / 8, cap, jitter=jitter, random=randoms, variant="classic"),
     }[kind]()
+    # The seed's randomized step down is not capped: at the cap it may land up to down × (1 + randomization) above.
+    cap_reached = cap * (0.9 * 1.3 if kind == "responsive" else 1)
 
     for throttled, _, floor in events:
         delay = policy.on_throttle(floor) if throttled else policy.on_success()
-        assert 0 <= delay <= max(cap, floor or 0) * (1 + 1e-9)
+        assert 0 <= delay <= max(cap_reached, cap, floor or 0) * (1 + 1e-9)
         if throttled and floor is not None:
             assert delay >= floor

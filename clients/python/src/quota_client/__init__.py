@@ -8,7 +8,7 @@ decision = client.check("acct-1", "ListStreams")
 """
 
 from quota_client.aio import AsyncLease, AsyncQuotaClient
-from quota_client.backoff import Backoff, BackoffMetrics, ExponentialBackoff, LinearBackoff, ResponsiveBackoff
+from quota_client.backoff import Backoff, BackoffMetrics, ExponentialBackoff, LinearBackoff
 from quota_client.base import __version__
 from quota_client.cache import DenialCache
 from quota_client.client import QuotaClient
@@ -22,6 +22,7 @@ from quota_client.errors import (
 )
 from quota_client.lease import Lease
 from quota_client.local import AsyncLocalLimiter, LocalLimiter
+from quota_client.responsive import ResponsiveBackoff
 from quota_client.transport import HttpResponse, Transport, TransportError, Urllib3Transport
 from quota_client.types import (
     COST_EXCEEDS_LIMIT,

@@ -10,8 +10,8 @@ Every policy hands out delays in seconds and keeps metrics of what it handed out
   platform advertised (a floor beats the cap: retrying earlier would only be refused again).
 
 `fresh()` gives the state one retry loop should use: a new copy for the memoryless linear and exponential
-policies, the same object for the responsive one, whose whole point is to carry the pace it learned from one
-call to the next (share one responsive policy among the workers that hit the same limit).
+policies, the same object for the responsive one (quota_client.responsive), whose whole point is to carry the
+pace it learned from one call to the next (share one responsive policy among the workers that hit the same limit).
 """
 
 from __future__ import annotations
@@ -28,18 +28,25 @@ from typing import TypedDict, Unpack
 
 @dataclass
 class BackoffMetrics:
-    """What a policy did: reports received, interval changes, and the delays it handed out."""
+    """What a policy did: reports received, interval changes, and the delays it handed out.
+
+    `total_sleep_ns` is `total_sleep_s` summed in whole nanoseconds (each delay rounded), as the seed's
+    AutoSleeper keeps its TotalSleepTime: exact where a float sum drifts.
+    """
 
     invocations: int = 0
     times_up: int = 0
     times_down: int = 0
     sleeps: int = 0
     total_sleep_s: float = 0.0
+    total_sleep_ns: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def snapshot(self) -> BackoffMetrics:
         with self._lock:
-            return BackoffMetrics(self.invocations, self.times_up, self.times_down, self.sleeps, self.total_sleep_s)
+            return BackoffMetrics(
+                self.invocations, self.times_up, self.times_down, self.sleeps, self.total_sleep_s, self.total_sleep_ns
+            )
 
 
 class BackoffOptions(TypedDict, total=False):
@@ -59,6 +66,9 @@ def _non_negative(name: str, value: float) -> float:
 
 class Backoff(ABC):
     """The shared machinery: jitter, floor, retry limit, metrics, thread safety."""
+
+    # Whether a delay of zero still counts in `metrics.sleeps` (the seed's AutoSleeper counts every sleep() call).
+    _zero_sleep_counts = False
 
     def __init__(
         self,
@@ -86,8 +96,9 @@ class Backoff(ABC):
         """Advance the state after a throttle; the delay before jitter and floor."""
 
     @abstractmethod
-    def _settle(self) -> float:
-        """Advance the state after a success; the delay before jitter (0 for memoryless policies)."""
+    def _settle(self) -> float | None:
+        """Advance the state after a success; the delay before jitter (0 for memoryless policies), or None for
+        no sleep at all (not even one of zero length)."""
 
     @abstractmethod
     def _restart(self) -> None:
@@ -146,16 +157,19 @@ class Backoff(ABC):
         return clone
 
     # -- helpers -----------------------------------------------------------------------------------------------
-    def _hand_out(self, delay: float, floor_s: float | None) -> float:
+    def _hand_out(self, delay: float | None, floor_s: float | None) -> float:
+        slept = delay is not None
+        delay = delay or 0.0
         if delay > 0 and self.jitter:
             delay *= 1.0 - self.jitter * self.random()
         if floor_s is not None and floor_s > delay:
             delay = float(floor_s)
         with self.metrics._lock:
             self.metrics.invocations += 1
-            if delay > 0:
+            if slept and (delay > 0 or self._zero_sleep_counts):
                 self.metrics.sleeps += 1
                 self.metrics.total_sleep_s += delay
+                self.metrics.total_sleep_ns += round(delay * 1e9)
         return delay
 
     def _count(self, *, up: int = 0, down: int = 0) -> None:
@@ -215,76 +229,3 @@ class ExponentialBackoff(Backoff):
 
     def _restart(self) -> None:
         self.current_s = 0.0
-
-
-class ResponsiveBackoff(Backoff):
-    """Exponential back-off that also comes back down (the "auto sleeper" of the client back-off seed).
-
-    A throttle multiplies the interval by `up` (starting from `initial_s`, capped at `max_s`); after
-    `down_after` successes in a row it is multiplied by `down`, and once that falls below `initial_s` it drops to
-    zero: no waiting at all until the next throttle. While the interval is above zero, a success still waits it
-    out (that pacing is what keeps a steady producer just under the limit). Each change is randomized by
-    ± `randomization` × the new interval, that spread capped at `max_randomization_s`.
-    """
-
-    def __init__(
-        self,
-        initial_s: float = 0.5,
-        max_s: float = 900.0,
-        *,
-        up: float = 1.5,
-        down: float = 0.9,
-        down_after: int = 10,
-        randomization: float = 0.3,
-        max_randomization_s: float = 120.0,
-        **options: Unpack[BackoffOptions],
-    ) -> None:
-        super().__init__(**options)
-        if initial_s <= 0 or max_s < initial_s:
-            raise ValueError(f"need 0 < initial_s <= max_s, not initial_s={initial_s!r}, max_s={max_s!r}.")
-        if up < 1 or not 0 < down < 1:
-            raise ValueError(f"need up >= 1 and 0 < down < 1, not up={up!r}, down={down!r}.")
-        if down_after < 1:
-            raise ValueError(f"down_after must be 1 or more, not {down_after!r}.")
-        if not 0 <= randomization < 1:
-            raise ValueError(f"randomization is a fraction from 0 to below 1, not {randomization!r}.")
-        self.initial_s = float(initial_s)
-        self.max_s = float(max_s)
-        self.up = float(up)
-        self.down = float(down)
-        self.down_after = down_after
-        self.randomization = float(randomization)
-        self.max_randomization_s = _non_negative("max_randomization_s", max_randomization_s)
-        self.current_s = 0.0
-        self.successes = 0  # in a row, since the last change
-
-    def _randomized(self, interval: float) -> float:
-        spread = min(self.randomization * interval, self.max_randomization_s)
-        return interval - spread + 2 * spread * self.random()
-
-    def _grow(self) -> float:
-        self._count(up=1)
-        self.successes = 0
-        if self.current_s == 0:
-            self.current_s = self.initial_s
-        else:
-            grown = self._randomized(self.current_s * self.up)
-            self.current_s = min(max(grown, self.initial_s), self.max_s)
-        return self.current_s
-
-    def _settle(self) -> float:
-        if self.current_s == 0:
-            return 0.0
-        self.successes += 1
-        if self.successes >= self.down_after:
-            self.successes = 0
-            self._count(down=1)
-            shrunk = self._randomized(self.current_s * self.down)
-            self.current_s = 0.0 if shrunk < self.initial_s else min(shrunk, self.max_s)
-        return self.current_s
-
-    def _restart(self) -> None:
-        """Nothing: the learned interval outlives one loop."""
-
-    def fresh(self) -> ResponsiveBackoff:
-        return self
