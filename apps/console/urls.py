@@ -16,6 +16,7 @@ from django.urls import path
 from apps.console.actions import boost_view, refused, rule_view, unblock_view
 from apps.console.customer_page import customer_usage_view
 from apps.console.quality_page import quality_admin_view
+from apps.console.traffic_page import traffic_admin_view, traffic_data_admin_view
 from apps.customers.models import Customer
 
 CustomerPage = Callable[..., HttpResponse]  # (model_admin, request, customer, **route arguments)
@@ -41,6 +42,9 @@ def customer_admin_page(view: CustomerPage) -> Callable[..., HttpResponse]:
 urlpatterns = [
     # Not a customer's page: the audits of every customer (apps/console/quality_page.py), mounted here with the rest.
     path("quality/", quality_admin_view, name="customers_customer_quality"),
+    # Not a customer's page either: every customer's checks over time (apps/console/traffic_page.py).
+    path("traffic/", traffic_admin_view, name="customers_customer_traffic"),
+    path("traffic/data/", traffic_data_admin_view, name="customers_customer_traffic_data"),
     path("<path:object_id>/usage/", customer_admin_page(customer_usage_view), name="customers_customer_usage"),
     path("<path:object_id>/boost/<int:limit_id>/", customer_admin_page(boost_view), name="customers_customer_boost"),
     path(
