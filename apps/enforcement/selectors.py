@@ -26,6 +26,8 @@ class _Asked(TypedDict):
     resource: str
     ip: str
     timezone: str
+    service: str  # the caller's: limits keyed by service or api_key read its own counters
+    api_key: str
 
 
 def _limit_row(original: LimitConfig, effective: LimitConfig | None) -> dict[str, Any]:
@@ -70,7 +72,14 @@ def customer_limits_effective(
     timezone = config.timezone if config else "UTC"
     pairs = _applicable(snapshot, customer, config.plan if config else None, resource, now_ms)
     rows = [_limit_row(original, effective) for original, effective in pairs]
-    asked: _Asked = {"customer": customer, "resource": resource, "ip": ip, "timezone": timezone}
+    asked: _Asked = {
+        "customer": customer,
+        "resource": resource,
+        "ip": ip,
+        "timezone": timezone,
+        "service": principal.service,
+        "api_key": principal.prefix,
+    }
     degraded = not _fill_remaining(rows, pairs, asked)
     rule = matching_rule(
         snapshot.rules, customer=customer, operation=None, ip=ip, api_key_prefix=principal.prefix, now_ms=now_ms

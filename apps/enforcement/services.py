@@ -80,8 +80,11 @@ def named_resolve(principal: ApiPrincipal, named: tuple[CheckItem, tuple[str, ..
     resolution = resolve(snapshot, item, now_ms=_now_ms(), api_key_prefix=principal.prefix)
     if resolution.customer is None and not item.dry_run and item.customer != OTHER_NAME:
         unknown_customers.record(item.customer, True)
-    if resolution.timezone != item.timezone:
-        item = dataclasses.replace(item, timezone=resolution.timezone)
+    # Limits keyed by service or api_key count per calling service or key (its prefix, never the secret).
+    if (resolution.timezone, principal.service, principal.prefix) != (item.timezone, item.service, item.api_key):
+        item = dataclasses.replace(
+            item, timezone=resolution.timezone, service=principal.service, api_key=principal.prefix
+        )
     return Resolved(item, resolution, warnings)
 
 

@@ -6,7 +6,9 @@ customer, resource or attribute value, and two different values never share a ke
 
     counter      <prefix>:c:{<tag>}:<alg>:<name>[:<component>]*
                  alg: fw | cal | swc | sl (+ sl.s, its running sum) | tb.<period_ms> | lb.<period_ms> | cc | st
-                 component: c=<customer> | r=<resource> | i=<ip> | a.<attr>=<value> | a.<attr>- (absent)
+                 component: c=<customer> | r=<resource> | i=<ip> | s=<service> | k=<api key prefix>
+                 | a.<attr>=<value> | a.<attr>- (absent)
+                 (components in the sorted order of their key_by names)
                  tag: c=<customer> when keyed by customer, else i=<ip>, else n=<limit name>
                  (per-customer hash tag; global and per-IP limits get a tag of their own).
                  The quantity is not in the key: a changed limit applies to the existing count.
@@ -90,13 +92,15 @@ def _unb64(value: str) -> str:
     return decoded
 
 
-# A key_by entry compiled: (field, prefix, "") for customer / resource / ip, (None, ":a.<encoded>",
-# <attribute>) for an attribute.
+# A key_by entry compiled: (field, prefix, "") for customer / resource / ip / service / api_key, (None,
+# ":a.<encoded>", <attribute>) for an attribute.
 _Entry = tuple[str | None, str, str]
 _FIELDS: dict[str, _Entry] = {
     "customer": ("customer", ":c=", ""),
     "resource": ("resource", ":r=", ""),
     "ip": ("ip", ":i=", ""),
+    "service": ("service", ":s=", ""),
+    "api_key": ("api_key", ":k=", ""),
 }
 
 

@@ -32,7 +32,8 @@ ALGORITHM_NAMES = (
 LEASED = (CONCURRENCY, SESSION_TIME)
 BUCKETS = (TOKEN_BUCKET, LEAKY_BUCKET)
 CALENDAR_PERIODS = ("day", "week", "month")
-KEY_FIELDS = ("customer", "resource", "ip")
+# service: the calling service's name; api_key: the calling key's prefix (never its secret).
+KEY_FIELDS = ("customer", "resource", "ip", "service", "api_key")
 ATTRIBUTE_PREFIX = "attr:"
 REQUESTS = "requests"
 MINUTE_MS = 60_000
@@ -91,7 +92,7 @@ class LimitSpec:
     calendar_period: "day" | "week" | "month" in the customer's time zone (calendar only).
     burst: bucket capacity; defaults to quantity.
     unit: the cost dimension charged ("requests", "records", "bytes", ...).
-    key_by: which of customer / resource / ip / attr:<name> make the counter key; () = global.
+    key_by: which of customer / resource / ip / service / api_key / attr:<name> make the counter key; () = global.
     shadow: counted and reported, never rejects (a shadow limit that would reject consumes nothing).
     durable: its counter survives the loss of the store's data (calendar quotas, and windows, logs and
         buckets of a minute or longer): each check records what it spent, and a missing counter is
@@ -191,6 +192,8 @@ class CheckItem:
     dry_run: evaluate without consuming (and without recording usage or the request id; an id remembered
         for a real check is refused as reused).
     timezone: IANA zone of the customer, used by calendar limits.
+    service, api_key: the calling service's name and the calling key's prefix (never its secret), filled in by
+        the caller from the authenticated key, for limits keyed by service or api_key ("" = none).
     """
 
     customer: str
@@ -202,6 +205,8 @@ class CheckItem:
     request_id: str | None = None
     dry_run: bool = False
     timezone: str = "UTC"
+    service: str = ""
+    api_key: str = ""
 
     def __post_init__(self) -> None:
         _require(isinstance(self.customer, str) and self.customer != "", "a check needs a customer")

@@ -8,7 +8,8 @@ from apps.common.validators import ATTRIBUTE_NAME_PATTERN
 
 # Named periods that are plain lengths of time for the non-calendar algorithms.
 PERIOD_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
-KEY_BY_FIELDS = ("customer", "resource", "ip")
+# service: the calling service (its name); api_key: the calling key (its prefix, never the secret).
+KEY_BY_FIELDS = ("customer", "resource", "ip", "service", "api_key")
 ATTRIBUTE_KEY_PREFIX = "attr:"
 DEFAULT_KEY_BY = ["customer", "resource"]
 
@@ -68,7 +69,7 @@ def key_by_errors(key_by: Any) -> list[str]:
             if not ATTRIBUTE_NAME_PATTERN.match(entry[len(ATTRIBUTE_KEY_PREFIX) :]):
                 errors.append(f"“{entry}”: after attr: comes an attribute name (letters, digits, _ . -; max 64).")
         elif entry not in KEY_BY_FIELDS:
-            errors.append(f"“{entry}” is not one of customer, resource, ip or attr:<name>.")
+            errors.append(f"“{entry}” is not one of customer, resource, ip, service, api_key or attr:<name>.")
     if len(set(map(str, key_by))) != len(key_by):
         errors.append("Each entry may appear only once.")
     return errors

@@ -67,7 +67,8 @@ class Limit(TimeStampedModel):
     key_by = models.JSONField(
         default=list,
         blank=True,
-        help_text="Which parts make the counter key: customer, resource, ip, attr:<name>. [] = one global counter.",
+        help_text="Which parts make the counter key: customer, resource, ip, service (the calling service), api_key "
+        "(the calling key's prefix), attr:<name>. [] = one global counter.",
     )
     match = models.JSONField(
         default=dict, blank=True, help_text='Only checks whose attributes match, e.g. {"ScalingType": "Uniform"}.'
