@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 urlpatterns = [
     path("api/v1/", include("apps.enforcement.urls")),
     path("api/v1/", include("apps.reports.urls")),
+    path("api/v1/", include("apps.toggles.urls")),
     path("", include("apps.ops.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),

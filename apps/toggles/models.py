@@ -17,6 +17,16 @@ class FeatureToggle(TimeStampedModel):
     payload = models.JSONField(null=True, blank=True)
     description = models.TextField(blank=True)
     source = models.CharField(max_length=10, choices=ToggleSource.choices, default=ToggleSource.ADMIN)
+    # Empty: every API key reads it. Set: only keys bound to this customer and service-wide keys read it.
+    customer = models.ForeignKey(
+        "customers.Customer",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="toggles",
+        help_text="Leave empty for a toggle every service reads; choose a customer to show it only to API keys "
+        "bound to that customer (and to service-wide keys).",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -25,14 +25,14 @@ def test_a_toggle_can_be_switched_on_from_the_list(admin_client) -> None:
 
 
 @pytest.mark.django_db
-def test_the_toggle_list_shows_name_an_enabled_checkbox_source_and_last_change(admin_client) -> None:
+def test_the_toggle_list_shows_name_an_enabled_checkbox_customer_source_and_last_change(admin_client) -> None:
     FeatureToggleFactory(name="new-checkout", enabled=True, source=ToggleSource.EXTERNAL)
 
     response = admin_client.get(admin_url(FeatureToggle, "changelist"))
 
     page = response.content.decode()
     assert list(response.context["cl"].list_display) == [
-        "action_checkbox", "name", "enabled", "source", "description", "updated_at",
+        "action_checkbox", "name", "enabled", "customer", "source", "description", "updated_at",
     ]  # fmt: skip
     assert '<input type="checkbox" name="form-0-enabled" id="id_form-0-enabled" checked>' in page
     assert "external source" in page
