@@ -49,8 +49,13 @@ class AsyncQuotaClient:
     async def aclose(self) -> None:
         await asyncio.to_thread(self.sync.close)
 
-    async def check(self, customer: str, operation: str, **fields: Any) -> Decision:
-        return await asyncio.to_thread(functools.partial(self.sync.check, customer, operation, **fields))
+    async def check(self, customer: str, operation: str, *, sleep_delay: bool = True, **fields: Any) -> Decision:
+        """QuotaClient.check; a shaper's `delay_ms` (with `max_wait_ms`) is awaited, not slept in the thread."""
+        check = functools.partial(self.sync.check, customer, operation, sleep_delay=False, **fields)
+        decision = await asyncio.to_thread(check)
+        if sleep_delay and decision.allowed and decision.delay_ms > 0:
+            await self._sleep(decision.delay_s)
+        return decision
 
     async def check_batch(
         self, items: Iterable[ItemLike], *, mode: Literal["independent", "atomic"] = "independent"
@@ -62,6 +67,8 @@ class AsyncQuotaClient:
         while True:
             decision = await asyncio.to_thread(self.sync.check_item, CheckItem(customer, operation, **fields))
             admitted, delay = self.sync.next_step(decision, policy, wait)
+            if admitted:
+                delay += decision.delay_s
             if delay > 0:
                 await self._sleep(delay)
             if admitted:
@@ -99,11 +106,26 @@ class AsyncQuotaClient:
 
     def limited(
         self, operation: str, *, customer: ArgValue, resource: ArgValue = None, costs: ArgValue = None,
-        attributes: ArgValue = None, wait: bool = True,
+        attributes: ArgValue = None, wait: bool = True, max_wait_ms: int | None = None,
     ) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:  # fmt: skip
         """QuotaClient.limited for `async def` functions."""
         fields = {"customer": customer, "resource": resource, "costs": costs, "attributes": attributes}
+        fields["max_wait_ms"] = max_wait_ms
         return decorators.limited_async(self.require, operation, fields, wait)
+
+    async def toggle(self, name: str, default: bool = False) -> bool:
+        """QuotaClient.toggle: answered from the cache without a thread unless this call is the one refreshing."""
+        await self._refresh_toggles()
+        return self.sync.toggle_cache.value(name, default)
+
+    async def toggles(self) -> dict[str, bool]:
+        await self._refresh_toggles()
+        return self.sync.toggle_cache.values()
+
+    async def _refresh_toggles(self) -> None:
+        cache = self.sync.toggle_cache
+        if cache.claim():
+            await asyncio.to_thread(cache.refresh, self.sync.fetch_toggles)
 
     def local_limiter(
         self, operation: str, customer: str, resource: str | None = None,

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self
 
 from quota_client import wire
 from quota_client.backoff import Backoff, ExponentialBackoff
 from quota_client.cache import DenialCache
 from quota_client.errors import AccessDenied, PlatformUnavailable, QuotaError, QuotaExceeded
+from quota_client.toggles import DEFAULT_REFRESH_S, TOGGLES_PATH, ToggleCache
 from quota_client.transport import HttpResponse, Transport, TransportError, Urllib3Transport
 from quota_client.types import OK, Decision
 
@@ -52,6 +53,7 @@ class BaseClient:
         max_wait_s: float = 30.0,
         transport_retries: int = 2,
         cache_denials: bool = True,
+        toggle_refresh_s: float = DEFAULT_REFRESH_S,
         transport: Transport | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] = time.sleep,
@@ -66,6 +68,7 @@ class BaseClient:
         self.backoff = backoff or default_backoff()
         self.max_wait_s = max_wait_s
         self.cache = DenialCache(clock=clock) if cache_denials else None
+        self.toggle_cache = ToggleCache(toggle_refresh_s, clock)
         self._transport = transport or Urllib3Transport()
         self._transport_backoff = ExponentialBackoff(
             initial_s=0.05, multiplier=2.0, max_s=1.0, jitter=0.5, max_retries=transport_retries
@@ -83,16 +86,19 @@ class BaseClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def exchange(self, method: str, path: str, payload: Any = None) -> HttpResponse:
+    def exchange(
+        self, method: str, path: str, payload: Any = None, *, headers: Mapping[str, str] | None = None
+    ) -> HttpResponse:
         """One request, retried on no answer or a passing 5xx with the very same body (so the same request id).
         Raises PlatformUnavailable when every try failed or on the platform's own 503."""
         url = self.base_url + path
         body = None if payload is None else json.dumps(payload, separators=(",", ":")).encode()
+        sent_headers = {**self._headers, **headers} if headers else self._headers
         retry = self._transport_backoff.fresh()
         while True:
             try:
                 response = self._transport.request(
-                    method, url, body=body, headers=self._headers, timeout_s=self.timeout_s
+                    method, url, body=body, headers=sent_headers, timeout_s=self.timeout_s
                 )
             except TransportError as error:
                 problem: QuotaError = PlatformUnavailable(
@@ -109,6 +115,10 @@ class BaseClient:
                 raise problem
             logger.info("Retrying %s %s in %.3f s (same request id): %s", method, path, delay, problem)
             self.sleep(delay)
+
+    def fetch_toggles(self, headers: Mapping[str, str]) -> HttpResponse:
+        """GET the toggles document (ToggleCache's conditional request)."""
+        return self.exchange("GET", TOGGLES_PATH, headers=headers)
 
     def failed_open(self, error: PlatformUnavailable, request_id: str | None) -> Decision:
         """Fail-open: admit when the platform is unreachable; anything else (or fail-closed) raises."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from quota_client.types import OVER_LIMIT, CheckItem, Decision
 
-Target = tuple[str, str, str, tuple[tuple[str, str], ...], str]
+Target = tuple[str, str, str, tuple[tuple[str, str], ...], str, int]
 MAX_DENIALS_PER_TARGET = 8
 
 
@@ -31,7 +31,9 @@ class _Denial:
 
 def _target(item: CheckItem) -> Target:
     attributes = tuple(sorted((item.attributes or {}).items()))
-    return (item.customer, item.operation, item.resource or "", attributes, item.ip or "")
+    # A refusal under one max_wait_ms says nothing of a longer one (a shaper may admit that with a delay).
+    max_wait_ms = -1 if item.max_wait_ms is None else item.max_wait_ms
+    return (item.customer, item.operation, item.resource or "", attributes, item.ip or "", max_wait_ms)
 
 
 def _cost(item: CheckItem, unit: str) -> int:

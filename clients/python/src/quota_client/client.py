@@ -50,11 +50,21 @@ class QuotaClient(BaseClient):
         ip: str | None = None,
         request_id: str | None = None,
         dry_run: bool = False,
+        max_wait_ms: int | None = None,
+        sleep_delay: bool = True,
     ) -> Decision:
         """Ask once. Returns the decision whatever it is (allowed, over the limit, denied by a rule); raises
-        InvalidRequest, AccessDenied (bad or unauthorized key) or PlatformUnavailable (fail-closed)."""
-        item = CheckItem(customer, operation, resource, attributes, costs, ip, request_id or new_request_id(), dry_run)
-        return self.check_item(item)
+        InvalidRequest, AccessDenied (bad or unauthorized key) or PlatformUnavailable (fail-closed).
+
+        `max_wait_ms`: a leaky-bucket limit may then admit with `Decision.delay_ms` > 0, which this call sleeps
+        before returning (so the work starts at the shaped pace), or only reports with `sleep_delay=False`."""
+        item = CheckItem(
+            customer, operation, resource, attributes, costs, ip, request_id or new_request_id(), dry_run, max_wait_ms
+        )
+        decision = self.check_item(item)
+        if sleep_delay and decision.allowed and decision.delay_ms > 0:
+            self.sleep(decision.delay_s)
+        return decision
 
     def check_item(self, item: CheckItem) -> Decision:
         if item.request_id is None:
@@ -81,13 +91,18 @@ class QuotaClient(BaseClient):
         attributes: Mapping[str, str] | None = None,
         costs: Mapping[str, int] | None = None,
         ip: str | None = None,
+        max_wait_ms: int | None = None,
     ) -> Decision:
         """Admitted, or an exception: QuotaExceeded (after waiting and retrying with the back-off policy when
-        `wait`), AccessDenied (an access rule). Each try is a new check with a new request id."""
+        `wait`), AccessDenied (an access rule). Each try is a new check with a new request id. An admission with
+        a shaper's `delay_ms` (see `check`'s `max_wait_ms`) is slept before returning."""
         policy = self.backoff.fresh()
+        item = CheckItem(customer, operation, resource, attributes, costs, ip, max_wait_ms=max_wait_ms)
         while True:
-            decision = self.check_item(CheckItem(customer, operation, resource, attributes, costs, ip))
+            decision = self.check_item(item)
             admitted, delay = self.next_step(decision, policy, wait)
+            if admitted:
+                delay += decision.delay_s
             if delay > 0:
                 self.sleep(delay)
             if admitted:
@@ -210,6 +225,7 @@ class QuotaClient(BaseClient):
         costs: ArgValue = None,
         attributes: ArgValue = None,
         wait: bool = True,
+        max_wait_ms: int | None = None,
     ) -> Callable[[Callable[P, R]], Callable[P, R]]:
         """Check before every call of the decorated function; QuotaExceeded / AccessDenied instead of calling.
 
@@ -220,7 +236,27 @@ class QuotaClient(BaseClient):
             def list_streams(account: str) -> list[str]: ...
         """
         fields = {"customer": customer, "resource": resource, "costs": costs, "attributes": attributes}
+        fields["max_wait_ms"] = max_wait_ms
         return decorators.limited(self.require, operation, fields, wait)
+
+    # -- feature toggles ---------------------------------------------------------------------------------------
+    def toggle(self, name: str, default: bool = False) -> bool:
+        """Whether feature toggle `name` is on, from the client's cache of GET /api/v1/toggles.
+
+        The cache is refreshed by one conditional request (ETag / 304) at most every `toggle_refresh_s` seconds
+        (default 30), sent by the first caller that finds it due; other callers read the cache meanwhile. `default`
+        answers for a name the platform does not list, and for every name until a first refresh succeeded; a
+        failed refresh keeps the last known values (quota_client.toggles).
+        """
+        if self.toggle_cache.claim():
+            self.toggle_cache.refresh(self.fetch_toggles)
+        return self.toggle_cache.value(name, default)
+
+    def toggles(self) -> dict[str, bool]:
+        """Every toggle visible to the key (name → enabled), from the same cache as `toggle`."""
+        if self.toggle_cache.claim():
+            self.toggle_cache.refresh(self.fetch_toggles)
+        return self.toggle_cache.values()
 
     # -- local limiter -----------------------------------------------------------------------------------------
     def local_limiter(

@@ -19,6 +19,8 @@ class CheckItem:
 
     `costs` maps a unit to a whole number (`{"records": 5, "bytes": 1024}`; `requests` defaults to 1).
     `request_id` makes the check idempotent for 10 minutes; the client sets one when it is left out.
+    `max_wait_ms`: how long the caller accepts to wait; a leaky-bucket (shaper) limit then admits a request that
+    fits within that wait with `Decision.delay_ms` instead of refusing it.
     """
 
     customer: str
@@ -29,6 +31,7 @@ class CheckItem:
     ip: str | None = None
     request_id: str | None = None
     dry_run: bool = False
+    max_wait_ms: int | None = None
 
     def body(self) -> dict[str, Any]:
         """The JSON object the API takes: only the fields that are set."""
@@ -45,6 +48,8 @@ class CheckItem:
             body["request_id"] = self.request_id
         if self.dry_run:
             body["dry_run"] = True
+        if self.max_wait_ms is not None:
+            body["max_wait_ms"] = self.max_wait_ms
         return body
 
     def with_request_id(self, request_id: str) -> CheckItem:
@@ -82,6 +87,8 @@ class Decision:
     `from_cache`: answered locally from a denial still in force (no call was made).
     `failed_open`: the platform could not be reached and the client is configured to fail open.
     `message`: why a refusal happened, in words. `warnings`: e.g. "unknown_customer", "unknown_operation".
+    `delay_ms`: admitted by a shaper (a check with `max_wait_ms`), the time to wait before doing the work, so
+    admitted requests leave at the limit's constant rate (0: go now).
     """
 
     allowed: bool
@@ -94,6 +101,11 @@ class Decision:
     failed_open: bool = False
     message: str | None = None
     warnings: tuple[str, ...] = ()
+    delay_ms: int = 0
+
+    @property
+    def delay_s(self) -> float:
+        return self.delay_ms / 1000
 
     @property
     def retry_after_s(self) -> float | None:
@@ -116,6 +128,7 @@ class Decision:
             request_id=request_id,
             message=body.get("message"),
             warnings=tuple(body.get("warnings", ())),
+            delay_ms=int(body.get("delay_ms") or 0),
         )
 
 
