@@ -39,7 +39,7 @@ from quota_client.hybrid import (
 from apps.common import metrics
 from apps.engine import CheckItem, KeyLayout, LimitResult, LimitSpec
 from apps.engine.clock import SystemClock
-from apps.engine.hybrid import RedisPeers, hybrid_key
+from apps.engine.hybrid import RedisPeers, SyncLog, hybrid_key
 from apps.engine.reference.calendar import pick_window, window_bounds
 from apps.limits.models import Algorithm
 from apps.limits.snapshot import LimitConfig
@@ -121,7 +121,7 @@ def counter_for(limit: LimitConfig, spec: LimitSpec, item: CheckItem) -> HybridC
     counter = _counters.get((limit, key))
     if counter is None:
         with _lock:
-            counter = _counters.get((limit, key)) or _new_counter(limit, key, item.timezone)
+            counter = _counters.get((limit, key)) or _new_counter(limit, spec, key, item)
     return counter
 
 
@@ -131,20 +131,38 @@ def counter_key(spec: LimitSpec, item: CheckItem) -> str:
     return hybrid_key(_layout(prefix).counter_keys(spec, item)[0], prefix)
 
 
+def exchange_log(limit: LimitConfig, spec: LimitSpec, item: CheckItem) -> SyncLog | None:
+    """How the exchanges of `limit`'s counter for `item` are logged: a `sync` entry each when the limit has
+    `audit: true` (the quality audit checks the documented bound from them), else None."""
+    if not (limit.audit or spec.audit):
+        return None
+    prefix = settings.QUOTA_KEY_PREFIX
+    key = _layout(prefix).counter_keys(spec, item)[0]
+    return SyncLog.of(
+        spec, key, prefix=prefix, customer=item.customer, operation=item.operation, sync_ms=limit.sync_ms or 1,
+        cap=settings.DECISION_LOG_MAX_PER_SLOT,
+    )  # fmt: skip
+
+
 @functools.lru_cache(maxsize=4)
 def _layout(prefix: str) -> KeyLayout:
     """One layout per prefix: it compiles each limit's key pattern once, not per check."""
     return KeyLayout(prefix)
 
 
-def _new_counter(limit: LimitConfig, key: str, timezone: str) -> HybridCounter:
+def _new_counter(limit: LimitConfig, spec: LimitSpec, key: str, item: CheckItem) -> HybridCounter:
     if len(_counters) >= MAX_COUNTERS:
         _counters.clear()
-    windows = windows_of(limit, timezone)
+    windows = windows_of(limit, item.timezone)
     start, end = windows(CLOCK.now_ms())
     variant = SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
     config = HybridConfig(limit=limit.quantity, sync_ms=limit.sync_ms or 1, variant=variant)
-    exchange = _counted(peers_for(RETENTION_WINDOWS * (end - start)).exchange_for(key, INSTANCE))
+    peers = peers_for(RETENTION_WINDOWS * (end - start))
+    # The embedded store (MemoryPeers, one process) logs no exchange: there is no stream to drain.
+    if isinstance(peers, RedisPeers):
+        exchange = _counted(peers.exchange_for(key, INSTANCE, exchange_log(limit, spec, item)))
+    else:
+        exchange = _counted(peers.exchange_for(key, INSTANCE))
     counter = HybridCounter(config, windows, exchange, CLOCK.now_ms)
     _counters[(limit, key)] = counter
     _ticker_start()

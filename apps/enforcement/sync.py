@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +27,13 @@ from redis.exceptions import RedisError
 from apps.apikeys.selectors import ApiPrincipal
 from apps.enforcement.fallback.decide import StoreUnavailable
 from apps.enforcement.hybrid import CLOCK as hybrid_clock
-from apps.enforcement.hybrid import RETENTION_WINDOWS, counter_key, peers_for, windows_of
+from apps.enforcement.hybrid import RETENTION_WINDOWS, counter_key, exchange_log, peers_for, windows_of
 from apps.enforcement.parsing import MAX_COST, Errors, ParseError, parse_check, text_problem, whole_number
 from apps.enforcement.services import check_resolve
 from apps.enforcement.specs import engine_args, limit_spec_of
 from apps.enforcement.sync_usage import UsageReport, parse_usage, usage_report
 from apps.engine import CheckItem
+from apps.engine.hybrid import RedisPeers
 from apps.limits.models import Algorithm
 from apps.limits.snapshot import LimitConfig, Snapshot
 
@@ -217,14 +218,17 @@ def _window_problem(counter: SyncCounter, windows: Windows, now: int) -> Errors 
 def _exchange(limit: LimitConfig, item: CheckItem, instance: str, counter: SyncCounter | None, now: int) -> SyncedLimit:
     windows = windows_of(limit, item.timezone)
     start, end = windows(now)
-    key = counter_key(limit_spec_of(limit), item)
+    spec = limit_spec_of(limit)
+    key = counter_key(spec, item)
     if counter is None:  # nothing admitted yet: count 0 in the current window, to learn the others'
         counter = SyncCounter(limit.name, start, windows(start - 1)[0], 0, 0)
-    exchange: Callable[..., Exchanged] = peers_for(RETENTION_WINDOWS * (end - start)).exchange
+    peers = peers_for(RETENTION_WINDOWS * (end - start))
+    counts = (counter.window_start, counter.prev_window_start, counter.count, counter.count_prev)
     try:
-        answer = exchange(
-            key, instance, counter.window_start, counter.prev_window_start, counter.count, counter.count_prev
-        )
+        if isinstance(peers, RedisPeers):  # an audited limit's exchange is logged (a `sync` entry, same call)
+            answer = peers.exchange(key, instance, *counts, log=exchange_log(limit, spec, item))
+        else:
+            answer = peers.exchange(key, instance, *counts)
     except RedisError:
         # No failure policy applies here: the caller's local limiter holds what it knows (quota_client.hybrid).
         logger.exception("Hybrid exchange for %s failed", limit.name)

@@ -7,13 +7,22 @@ counters and the XADD costs no extra round trip. Streams are capped with `XADD .
 Entries (all fields Redis strings; the FIELD_* constants below name them):
     t  store time ms (the script's now)
     e  event: allow | deny (decisions on limits with audit) ; acquire | renew | release | expire (every lease event)
+          ; sync (an exchange of a hybrid limit with audit, hybrid_sync.lua)
     c  customer       o  operation       l  limit name       a  algorithm (engine name)     k  counter key
     n  cost in the limit's unit          q  quantity         p  period ms (0 when none)
     b  burst/capacity (0 when none)      w  window start ms (fixed_window / calendar; 0 otherwise)
     g  1 if shadow else 0
-    m  mode: exact   i  instance (API node id, hostname:pid)
+    m  mode: exact (hybrid for sync)   i  instance (API node id, hostname:pid; a sync entry: the hybrid instance)
     s  lease member (lease events; "" otherwise)             x  lease expiry ms (acquire / renew; 0 otherwise)
 An expire entry may carry only t, e, k, s, c: the reader joins it to its acquire by `s`.
+
+A sync entry (one per exchange of a hybrid limit with audit, written by hybrid_sync.lua in the exchange's call,
+docs/hybrid.md) carries t, e, c, o, l, a, k (the counter key, as an exact decision on it would name it), q, p,
+g, m = hybrid, i (the exchanging instance), and:
+    w  the instance's window start ms    n  its absolute admitted count in that window (as reported)
+    u  its previous window's start ms    v  its absolute count in that previous window
+    y  the limit's sync interval ms
+Entries written before these fields existed parse with 0 for them.
 
 For every allow/deny entry written the script also adds 1 to the field `logged` of the item's usage hash of the
 same customer x operation x minute, so a drain can tell an entry lost from one never written.
@@ -28,6 +37,7 @@ from dataclasses import dataclass
 
 LOG_SEGMENT = "dlog"
 MODE_EXACT = "exact"
+MODE_HYBRID = "hybrid"
 DEFAULT_MAX_PER_SLOT = 200_000
 USAGE_LOGGED = "logged"
 # The SCAN MATCH pattern relative to a prefix: `prefix + LOG_MATCH` (== log_match(prefix)) is `<prefix>:dlog:*`.
@@ -39,6 +49,7 @@ ACQUIRE = "acquire"
 RENEW = "renew"
 RELEASE = "release"
 EXPIRE = "expire"
+SYNC = "sync"
 DECISION_EVENTS = (ALLOW, DENY)
 LEASE_EVENTS = (ACQUIRE, RENEW, RELEASE, EXPIRE)
 
@@ -59,6 +70,9 @@ FIELD_MODE = "m"
 FIELD_INSTANCE = "i"
 FIELD_LEASE = "s"
 FIELD_EXPIRES = "x"
+FIELD_PREV_WINDOW = "u"
+FIELD_PREV_COUNT = "v"
+FIELD_SYNC = "y"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +133,9 @@ class LogEntry:
     instance: str = ""
     lease: str = ""
     expires_ms: int = 0
+    prev_window_ms: int = 0
+    prev_count: int = 0
+    sync_ms: int = 0
 
     def without_id(self) -> LogEntry:
         """The same entry with no stream id (comparing the Redis log with the in-memory one)."""
@@ -159,4 +176,7 @@ def parse_entry(entry_id: str, fields: Mapping[str, str]) -> LogEntry:
         instance=fields.get(FIELD_INSTANCE, ""),
         lease=fields.get(FIELD_LEASE, ""),
         expires_ms=_int(fields, FIELD_EXPIRES),
+        prev_window_ms=_int(fields, FIELD_PREV_WINDOW),
+        prev_count=_int(fields, FIELD_PREV_COUNT),
+        sync_ms=_int(fields, FIELD_SYNC),
     )
