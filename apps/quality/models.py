@@ -10,28 +10,36 @@ class DecisionEvent(models.Model):
     unique constraint on a partitioned table that holds the partition key, so it is (slot, entry_id, at); an entry
     always has the same `at`, so that is as strict as (slot, entry_id). Reading back goes per slot in
     (at, entry_id) order through `decision_event_slot_at`, the audit merging the slots (no sort of the range).
-    Columns mirror LogEntry: costs in the limit's unit, times in ms since the epoch but `at`.
+    Columns mirror LogEntry: costs in the limit's unit, times in ms since the epoch but `at`. The exchanges of
+    audited hybrid limits are `sync` rows (their counts in `cost` and `prev_count`).
     """
 
     slot = models.TextField(help_text="The Redis stream the entry was drained from (one per hash tag).")
     entry_id = models.TextField(help_text="The entry's stream id.")
     at = models.DateTimeField(help_text="Store time of the decision or lease event (the script's now), UTC.")
-    kind = models.CharField(max_length=16, help_text="allow, deny, acquire, renew, release or expire.")
+    kind = models.CharField(max_length=16, help_text="allow, deny, acquire, renew, release, expire or sync.")
     customer = models.TextField(blank=True)
     operation = models.TextField(blank=True)
     limit = models.TextField(blank=True)
     algorithm = models.TextField(blank=True)
     key = models.TextField(blank=True, help_text="The counter key (or lease set).")
-    cost = models.BigIntegerField(default=0, help_text="Cost in the limit's unit.")
+    cost = models.BigIntegerField(
+        default=0, help_text="Cost in the limit's unit (sync: the instance's admitted count in the window)."
+    )
     quantity = models.BigIntegerField(default=0)
     period_ms = models.BigIntegerField(default=0)
     burst = models.BigIntegerField(default=0)
     window_ms = models.BigIntegerField(default=0, help_text="Window start (fixed and calendar windows), epoch ms.")
     shadow = models.BooleanField(default=False)
-    mode = models.CharField(max_length=16, blank=True, help_text="exact (hybrid decisions are not logged).")
-    instance = models.TextField(blank=True, help_text="The API node that decided (host:pid).")
+    mode = models.CharField(
+        max_length=16, blank=True, help_text="exact, or hybrid for sync (hybrid decisions are not logged one by one)."
+    )
+    instance = models.TextField(blank=True, help_text="The API node that decided (host:pid), or the hybrid instance.")
     lease = models.TextField(blank=True, help_text="The lease member (lease events).")
     expires_ms = models.BigIntegerField(default=0, help_text="Lease expiry, epoch ms (acquire and renew).")
+    prev_window_ms = models.BigIntegerField(default=0, help_text="sync: the previous window's start, epoch ms.")
+    prev_count = models.BigIntegerField(default=0, help_text="sync: its admitted count in that previous window.")
+    sync_ms = models.BigIntegerField(default=0, help_text="sync: the limit's exchange interval, ms.")
 
     class Meta:
         ordering = ["at", "slot", "entry_id"]

@@ -5,9 +5,14 @@ streams) and every event is dispatched to the trackers of its counter key (invar
 its group (monopolization.py), and to the live leases (concurrency.py). Nothing sorts the range; the work per
 event is O(1) amortized but for the expiry heap, O(log k) with k live leases.
 
-What the audit cannot see: decisions on limits without `audit: true`; hybrid (non-exact) decisions (counted in
-`unchecked`); what happened before the range (a window or a bucket already partly used, leases acquired
-earlier): it then undercounts, so it may miss a breach but never invents one.
+Hybrid limits (`sync_ms`) are checked per window from their `sync` exchanges (hybrid.py): the window's
+reported total within the documented bound.
+
+What the audit cannot see: decisions on limits without `audit: true`; individual hybrid decisions (only their
+windows' totals, from the exchanges), and what a hybrid instance admitted after its last exchange of a window
+when it never exchanged again (`unchecked`: "hybrid windows unfinished"); what happened before the range (a
+window or a bucket already partly used, leases acquired earlier): it then undercounts, so it may miss a breach
+but never invents one.
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ from apps.quality.analysis.events import (
     RELEASE,
     RENEW,
     SESSION_TIME,
+    SYNC,
     Event,
 )
+from apps.quality.analysis.hybrid import HybridCheck
 from apps.quality.analysis.invariants import CHECKS, Check
 from apps.quality.analysis.merge import merge_streams, out_of_order
 from apps.quality.analysis.monopolization import Scope
@@ -74,6 +81,7 @@ class _Audit:
         self.customers: dict[str, Scope] = {}
         self.groups: dict[str, Scope] = {}
         self.checks: dict[str, Check | None] = {}
+        self.hybrids: dict[str, HybridCheck] = {}
         self.book = LeaseBook()
         self.violations: list[Violation] = []
         self.shadow_over: list[Violation] = []
@@ -98,11 +106,14 @@ class _Audit:
             self.acquire(event)
         elif kind in (RELEASE, EXPIRE):
             self.book.end(at, event.lease)
+        elif kind == SYNC:
+            self.sync(event)
         else:
             self.skip(f"unknown kind {kind!r}")
 
-    def skip(self, reason: str) -> None:
-        self.unchecked[reason] = self.unchecked.get(reason, 0) + 1
+    def skip(self, reason: str, count: int = 1) -> None:
+        if count:
+            self.unchecked[reason] = self.unchecked.get(reason, 0) + count
 
     def decision(self, event: Event) -> None:
         if event.mode != "exact":
@@ -120,6 +131,14 @@ class _Audit:
                 self.book.join(event.at_ms, scope.last_acquired, event.operation, check)
         else:
             check.denied += 1
+
+    def sync(self, event: Event) -> None:
+        """An exchange of an audited hybrid limit: its counter key's windows (hybrid.py)."""
+        check = self.hybrids.get(event.key)
+        if check is None:
+            sink = self.shadow_over if event.shadow else self.violations
+            check = self.hybrids[event.key] = HybridCheck(event, sink)
+        check.report(event)
 
     def acquire(self, event: Event) -> None:
         """An acquire (logged once per lease, on its concurrency limit) or a renewal (without the limit's figures)."""
@@ -177,6 +196,13 @@ class _Audit:
 
     def finish(self, count: int, top: int) -> AuditReport:
         self.book.close_all(self.last)
+        limits = [check.summary() for _, check in sorted(self.checks.items()) if check is not None]
+        for _, hybrid in sorted(self.hybrids.items()):
+            hybrid.close_all()
+            limits.append(hybrid.summary())
+            self.skip("hybrid windows unfinished", hybrid.unfinished)
+            self.skip("sync reports of a window already checked", hybrid.late)
+        limits.sort(key=lambda limit: (limit.key, limit.mode))
         customers = {name: scope.summary() for name, scope in sorted(self.customers.items())}
         groups = {name: scope.summary() for name, scope in sorted(self.groups.items())}
         return AuditReport(
@@ -186,7 +212,7 @@ class _Audit:
             violations=sorted(self.violations, key=lambda v: v.at_ms),
             shadow_over=sorted(self.shadow_over, key=lambda v: v.at_ms),
             unchecked=dict(sorted(self.unchecked.items())),
-            limits=[check.summary() for _, check in sorted(self.checks.items()) if check is not None],
+            limits=limits,
             customers=customers,
             groups=groups,
             top_customers=ranking(customers, top),

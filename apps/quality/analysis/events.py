@@ -9,6 +9,11 @@ Kinds: `allow` / `deny` are decisions on a limit with `audit: true`; `acquire` /
 - `expire`: a lease the store noticed expired (at_ms) with its expiry (`expires_ms`); it may carry only at_ms,
   kind, key, lease, customer and expires_ms: the audit joins it to the acquire by `lease`.
 
+- `sync`: an exchange of a hybrid limit with audit (hybrid_sync.lua, docs/hybrid.md), mode `hybrid`: instance
+  `instance` reported `cost` admitted in its window starting at `window_ms` and `prev_count` in the window
+  before, starting at `prev_window_ms`, at the store's time at_ms; `sync_ms` is the limit's interval. Hybrid
+  decisions themselves are not logged: the audit checks each window's total from these (hybrid.py).
+
 Units: `cost` is in the limit's unit, `quantity` the limit's quantity (seconds for session_time),
 `period_ms` 0 when the limit has no period, `burst` 0 when none (a bucket then holds `quantity`),
 `window_ms` the window start of fixed_window / calendar decisions (0 otherwise).
@@ -24,6 +29,7 @@ ACQUIRE = "acquire"
 RENEW = "renew"
 RELEASE = "release"
 EXPIRE = "expire"
+SYNC = "sync"
 DECISIONS = frozenset({ALLOW, DENY})
 LEASE_KINDS = frozenset({ACQUIRE, RENEW, RELEASE, EXPIRE})
 
@@ -56,3 +62,6 @@ class Event:
     instance: str = ""
     lease: str = ""
     expires_ms: int = 0
+    prev_window_ms: int = 0
+    prev_count: int = 0
+    sync_ms: int = 0

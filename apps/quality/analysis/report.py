@@ -9,7 +9,7 @@
       "violation_count": 0,
       "violations": [VIOLATION, ...],          # in time order
       "shadow_over": [VIOLATION, ...],         # the same checks on shadow limits: reported, never violations
-      "unchecked": {"hybrid decisions": 12},   # events the audit could not check, by reason
+      "unchecked": {"hybrid windows unfinished": 2},   # what the audit could not check, by reason
       "limits": [LIMIT, ...],                  # one per counter key with decisions or lease events, by key
       "customers": {"<customer>": SCOPE, ...},
       "groups": {"<group>": SCOPE, ...},       # groups = the `groups` mapping given (customer -> plan)
@@ -18,6 +18,7 @@
     VIOLATION = {"at_ms": int, "customer": str, "limit": str, "key": str, "algorithm": str,
                  "kind": str,          # over_window | over_sliding | over_counter | over_bucket
                                        # | over_concurrency | over_session_time
+                                       # | over_hybrid_bound (hybrid limits, per window: analysis/hybrid.py)
                  "detail": str, "observed": number, "allowed": number}
     LIMIT = {"key": str, "customer": str, "limit": str, "algorithm": str, "quantity": int, "period_ms": int,
              "burst": int, "shadow": bool, "admitted": int, "admitted_cost": int, "denied": int,
@@ -25,8 +26,13 @@
                                    # cost in a window / sliding interval, the weighted estimate (sliding_window),
                                    # session seconds in a window; for buckets the cost admitted in the worst
                                    # interval, with "allowed" its burst + rate x length
-             "allowed": number, "violations": int}
+             "allowed": number, "violations": int,
+             "mode": "exact" | "hybrid", "windows": int, "exchanges": int}
                                    # admitted: allowed decisions (concurrency: acquires); denied: denied decisions
+                                   # hybrid (checked from its `sync` exchanges, one entry per counter key):
+                                   # admitted and denied 0 (decisions not logged one by one), admitted_cost the
+                                   # windows' reported totals, peak / allowed the total and bound of the window
+                                   # closest to (or furthest over) its bound, windows checked, exchanges read
     SCOPE = {"group": str | null,      # customers only
              "customers": int,          # groups only (0 for a customer)
              "sessions": int,           # leases acquired
@@ -81,6 +87,9 @@ class LimitSummary:
     peak: float = 0
     allowed: float = 0
     violations: int = 0
+    mode: str = "exact"
+    windows: int = 0
+    exchanges: int = 0
 
 
 @dataclass(frozen=True, slots=True)

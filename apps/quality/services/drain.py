@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 PAGE = 5000  # entries per XRANGE and per INSERT
 SCAN_COUNT = 1000
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+NUMBERS = ("cost", "quantity", "period_ms", "burst", "window_ms", "prev_window_ms", "prev_count", "sync_ms")
 # Called after "inserted" and "trimmed" with the stream; tests raise in it to stand for a killed worker.
 Checkpoint = Callable[[str, str], None]
 
@@ -142,7 +143,7 @@ def event_row(stream: str, entry: LogEntry) -> DecisionEvent:
         name: _clean(getattr(entry, name))
         for name in ("kind", "customer", "operation", "limit", "algorithm", "key", "mode", "instance", "lease")
     }
-    numbers = {name: getattr(entry, name) for name in ("cost", "quantity", "period_ms", "burst", "window_ms")}
+    numbers = {name: getattr(entry, name) for name in NUMBERS}
     return DecisionEvent(
         slot=_clean(stream),
         entry_id=entry.entry_id,
