@@ -88,3 +88,40 @@ def session(
 def ordered(*groups: list[Event]) -> list[Event]:
     """One stream, in time order (a stable sort keeps each group's order within a millisecond)."""
     return sorted((event for group in groups for event in group), key=lambda event: event.at_ms)
+
+
+def sync(
+    at: int,
+    instance: str,
+    window: int,
+    count: int,
+    prev_count: int = 0,
+    *,
+    quantity: int = 10,
+    period_ms: int = 10_000,
+    sync_ms: int = 1_000,
+    customer: str = "acme",
+    limit: str = "hybrid",
+    shadow: bool = False,
+) -> Event:
+    """An exchange of an audited hybrid fixed window limit: `instance` reports `count` in the window starting at
+    `window` and `prev_count` in the one before."""
+    return Event(
+        at_ms=at,
+        kind="sync",
+        customer=customer,
+        operation="open",
+        limit=limit,
+        algorithm="fixed_window",
+        key=f"q:{{c={customer}}}:{limit}",
+        cost=count,
+        quantity=quantity,
+        period_ms=period_ms,
+        window_ms=window,
+        shadow=shadow,
+        mode="hybrid",
+        instance=instance,
+        prev_window_ms=window - period_ms,
+        prev_count=prev_count,
+        sync_ms=sync_ms,
+    )
