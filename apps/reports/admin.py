@@ -23,9 +23,12 @@ from apps.reports.filters import UsageFilters
 from apps.reports.forms import UsageExportForm
 from apps.reports.models import ExportJob
 from apps.reports.selectors import (
+    LIVE_FIELDS,
+    export_job_field_texts,
     export_job_file,
     export_job_get,
     export_job_status,
+    export_job_title,
     usage_report_rows,
     user_may_export,
 )
@@ -45,6 +48,13 @@ class ExportJobAdmin(admin.ModelAdmin):
     list_filter = ("status", "format", "granularity")
     list_select_related = ("requested_by",)
     change_form_template = "admin/reports/exportjob/change_form.html"
+    # What was asked for, then what changes as the job runs: each of those in a span the page's script
+    # (static/reports/export_progress.js) rewrites from the status view, so the fields follow the progress bar.
+    fields = (
+        "requested_by", "format", "granularity", "start", "end", "customers", "operations", "created_at",
+        *(f"live_{name}" for name in LIVE_FIELDS),
+    )  # fmt: skip
+    readonly_fields = ("created_at", *(f"live_{name}" for name in LIVE_FIELDS))
 
     # --- who may do what ---
 
@@ -121,7 +131,10 @@ class ExportJobAdmin(admin.ModelAdmin):
             except NotFound:
                 pass  # the admin's own page says the object does not exist
             else:
-                extra.update(job_status=export_job_status(job), **_links(job))
+                # Read before the admin reads the fields: a job finished here is finished there too.
+                # The title says the range; the object's name under it would only repeat it.
+                title = export_job_title(job)
+                extra.update(job_status=export_job_status(job), title=title, subtitle=None, **_links(job))
         return super().change_view(request, object_id, form_url, extra)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
@@ -160,6 +173,7 @@ class ExportJobAdmin(admin.ModelAdmin):
                 "message": status.message,
                 "finished": status.finished,
                 "download_url": _links(job)["download_url"],
+                "fields": status.fields,
             }
         )
         add_never_cache_headers(response)
@@ -191,6 +205,32 @@ class ExportJobAdmin(admin.ModelAdmin):
         for job in queryset:
             export_job_delete(job=job)
 
+    # --- the fields that change while the job runs ---
+
+    @admin.display(description="status")
+    def live_status(self, job: ExportJob) -> str:
+        return _live(job, "status")
+
+    @admin.display(description="rows written")
+    def live_rows_done(self, job: ExportJob) -> str:
+        return _live(job, "rows_done")
+
+    @admin.display(description="rows in the report")
+    def live_rows_total(self, job: ExportJob) -> str:
+        return _live(job, "rows_total")
+
+    @admin.display(description="started")
+    def live_started_at(self, job: ExportJob) -> str:
+        return _live(job, "started_at")
+
+    @admin.display(description="finished")
+    def live_finished_at(self, job: ExportJob) -> str:
+        return _live(job, "finished_at")
+
+    @admin.display(description="error")
+    def live_error(self, job: ExportJob) -> str:
+        return _live(job, "error")
+
     # --- columns ---
 
     @admin.display(description="progress")
@@ -214,6 +254,10 @@ def refused(request: HttpRequest, model_admin: admin.ModelAdmin, message: str, *
         "message": message,
     }
     return TemplateResponse(request, REFUSED_TEMPLATE, context, status=status)
+
+
+def _live(job: ExportJob, name: str) -> str:
+    return format_html('<span data-job-field="{}">{}</span>', name, export_job_field_texts(job)[name])
 
 
 def _links(job: ExportJob) -> dict[str, str | None]:

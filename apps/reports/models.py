@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import datetime as dt
+
 from django.conf import settings
 from django.db import models
 
@@ -52,7 +54,18 @@ class ExportJob(TimeStampedModel):
         ]
 
     def __str__(self) -> str:
-        return f"Export #{self.pk}: {self.granularity} {self.start:%Y-%m-%d}…{self.end:%Y-%m-%d} as {self.format}"
+        return f"Export #{self.pk}: {self.granularity} {self.range_text} as {self.format}"
+
+    @property
+    def range_text(self) -> str:
+        """The range as it was chosen: whole UTC days as first and last day included ('2026-03-01 to 2026-03-04
+        (UTC)', or one day), any other range by its bounds, the end excluded."""
+        start, end = self.start.astimezone(dt.UTC), self.end.astimezone(dt.UTC)
+        if start.time() == end.time() == dt.time():
+            last = (end - dt.timedelta(days=1)).date()
+            days = f"{start:%Y-%m-%d}" if last == start.date() else f"{start:%Y-%m-%d} to {last:%Y-%m-%d}"
+            return f"{days} (UTC)"
+        return f"{start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC (end excluded)"
 
     @property
     def filters(self) -> UsageFilters:

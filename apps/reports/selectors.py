@@ -136,6 +136,42 @@ class ExportJobStatus:
     message: str
     finished: bool
     has_file: bool
+    fields: dict[str, str]  # the job's changing fields as its page shows them (export_job_field_texts)
+
+
+# The fields that change while a job runs, in the order its page lists them: the page's script rewrites them from
+# the status view with its progress bar, so they never disagree (no "queued, 0 rows" under a finished bar).
+LIVE_FIELDS = ("status", "rows_done", "rows_total", "started_at", "finished_at", "error")
+
+
+def export_job_title(job: ExportJob) -> str:
+    """'Usage export #7: 2026-03-01 to 2026-03-04 (UTC), per hour, every customer, as CSV'."""
+    who = _names(job.customers, "customer")
+    what = "" if not job.operations else f", {_names(job.operations, 'operation')}"
+    return f"Usage export #{job.pk}: {job.range_text}, per {job.granularity}, {who}{what}, as {job.format.upper()}"
+
+
+def _names(names: list[str], noun: str) -> str:
+    if not names:
+        return f"every {noun}"
+    shown = ", ".join(names[:3])
+    return f"{noun}s {shown} and {len(names) - 3} more" if len(names) > 3 else f"{noun}{'s' * (len(names) > 1)} {shown}"
+
+
+def export_job_field_texts(job: ExportJob) -> dict[str, str]:
+    """LIVE_FIELDS as words: the same text on the page as first drawn and after each poll."""
+    return {
+        "status": job.get_status_display(),
+        "rows_done": f"{job.rows_done:,}",
+        "rows_total": "not counted yet" if job.rows_total is None else f"{job.rows_total:,}",
+        "started_at": _moment(job.started_at, "not started yet"),
+        "finished_at": _moment(job.finished_at, "not finished yet"),
+        "error": job.error or "none",
+    }
+
+
+def _moment(moment: dt.datetime | None, missing: str) -> str:
+    return missing if moment is None else f"{moment.astimezone(dt.UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
 def export_job_status(job: ExportJob, *, now: dt.datetime | None = None) -> ExportJobStatus:
@@ -147,6 +183,7 @@ def export_job_status(job: ExportJob, *, now: dt.datetime | None = None) -> Expo
         message=_status_message(job, now or timezone.now()),
         finished=job.status in (ExportJob.Status.DONE, ExportJob.Status.FAILED),
         has_file=export_job_file(job) is not None,
+        fields=export_job_field_texts(job),
     )
 
 

@@ -1,4 +1,5 @@
-// Keeps a usage export job's progress bar current: polls the job's JSON status view until it is done or failed.
+// Keeps a usage export job's progress bar and its changing fields current: polls the job's JSON status view until
+// it is done or failed.
 (function () {
   "use strict";
   var box = document.getElementById("export-progress");
@@ -21,6 +22,12 @@
     }
     bar.textContent = status.percent === null ? "" : status.percent + "%";
     message.textContent = status.message;
+    // The job's fields below the bar (status, rows, started, finished, error) say the same as the bar.
+    Object.keys(status.fields || {}).forEach(function (name) {
+      document.querySelectorAll('[data-job-field="' + name + '"]').forEach(function (field) {
+        field.textContent = status.fields[name];
+      });
+    });
     if (status.download_url) {
       download.href = status.download_url;
       download.hidden = false;

@@ -1,6 +1,8 @@
 """The usage export pages: the form and its errors, an immediate download, a background job with a
 progress bar and a download link, and 403 with a sentence for users who may not export."""
 
+import datetime as dt
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -118,12 +120,21 @@ def test_a_large_report_runs_as_a_job_with_a_progress_bar_and_a_download_link(
         "message": "Waiting for a worker to start it.",
         "finished": False,
         "download_url": None,
+        "fields": {
+            "status": "queued",
+            "rows_done": "0",
+            "rows_total": "not counted yet",
+            "started_at": "not started yet",
+            "finished_at": "not finished yet",
+            "error": "none",
+        },
     }
 
     for callback in dispatch:  # the commit: the task runs (eagerly, in this process)
         callback()
 
     status = analyst_client.get(job_url(job, "status")).json()
+    assert status.pop("fields")["status"] == "done"
     assert status == {
         "status": "done",
         "rows_done": count,
@@ -149,6 +160,73 @@ def test_the_status_shows_the_rows_written_so_far_while_a_job_runs(analyst_clien
 
     assert (status["percent"], status["message"], status["finished"]) == (25, "Written 250 of 1,000 rows.", False)
     assert 'max="1000" value="250"' in analyst_client.get(job_url(job)).content.decode()
+
+
+def test_a_finished_job_page_lists_done_and_its_rows_not_queued_and_zero(analyst_client) -> None:
+    started = dt.datetime(2026, 3, 6, 9, 0, tzinfo=dt.UTC)
+    job = ExportJobFactory(status="done", rows_done=1234, rows_total=1234, started_at=started,
+                           finished_at=started + dt.timedelta(seconds=42))  # fmt: skip
+
+    html = analyst_client.get(job_url(job)).content.decode()
+    fields = analyst_client.get(job_url(job, "status")).json()["fields"]
+
+    assert 'max="1" value="1"' in html, "the bar says done"
+    assert fields == {
+        "status": "done",
+        "rows_done": "1,234",
+        "rows_total": "1,234",
+        "started_at": "2026-03-06 09:00:00 UTC",
+        "finished_at": "2026-03-06 09:00:42 UTC",
+        "error": "none",
+    }
+    for name, text in fields.items():
+        assert f'<span data-job-field="{name}">{text}</span>' in html, f"the page shows {name} as the bar's status"
+    assert "queued" not in html
+
+
+def test_the_fields_the_script_rewrites_follow_the_job_as_it_runs(analyst_client) -> None:
+    job = ExportJobFactory()
+    assert '<span data-job-field="status">queued</span>' in analyst_client.get(job_url(job)).content.decode()
+
+    ExportJob.objects.filter(pk=job.pk).update(status="running", rows_done=250, rows_total=1000)
+
+    fields = analyst_client.get(job_url(job, "status")).json()["fields"]
+    assert (fields["status"], fields["rows_done"], fields["rows_total"]) == ("running", "250", "1,000")
+    assert 'data-job-field="' in analyst_client.get(job_url(job)).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("changes", "title"),
+    [
+        ({}, "Usage export #{pk}: 2026-03-01 to 2026-03-04 (UTC), per hour, every customer, as CSV"),
+        (
+            {"end": dt.datetime(2026, 3, 2, tzinfo=dt.UTC), "granularity": "minute", "customers": ["acct-1"]},
+            "Usage export #{pk}: 2026-03-01 (UTC), per minute, customer acct-1, as CSV",
+        ),
+        (
+            {"customers": ["a", "b", "c", "d"], "operations": ["PutRecords"], "format": "xlsx"},
+            "Usage export #{pk}: 2026-03-01 to 2026-03-04 (UTC), per hour, customers a, b, c and 1 more, "
+            "operation PutRecords, as XLSX",
+        ),
+        (
+            {
+                "start": dt.datetime(2026, 3, 1, 10, 30, tzinfo=dt.UTC),
+                "end": dt.datetime(2026, 3, 1, 12, tzinfo=dt.UTC),
+            },
+            "Usage export #{pk}: 2026-03-01 10:30 to 2026-03-01 12:00 UTC (end excluded), per hour, every customer, "
+            "as CSV",
+        ),
+    ],
+)
+def test_the_job_page_title_shows_the_chosen_range(analyst_client, changes, title) -> None:
+    job = ExportJobFactory(**changes)
+
+    page = analyst_client.get(job_url(job))
+
+    expected = title.format(pk=job.pk)
+    assert page.context["title"] == expected
+    assert f"<h1>{expected}</h1>" in page.content.decode()
+    assert f"<title>{expected} |" in page.content.decode()
 
 
 def test_a_failed_job_shows_why_and_offers_no_download(analyst_client) -> None:
