@@ -17,6 +17,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from apps.limits.config_io import DEMO_SERVICE, demo_load
+from apps.ops.demo_key import demo_key_ensure, demo_key_path
+
 ADMIN_USERNAME = "admin"
 POLL_INTERVAL_S = 0.5
 
@@ -29,17 +32,21 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="Serve HTTP only, without Celery worker/beat.")
 
     def handle(self, *args: Any, port: int, no_worker: bool, **options: Any) -> None:
-        self._prepare()
+        demo_key = self._prepare()
         password = self._admin_password()
         processes = self._start(port, with_worker=not no_worker)
         self.stdout.write(self.style.SUCCESS("\nQuota Platform is running."))
         self.stdout.write(f"  Admin:  http://127.0.0.1:{port}/admin/   login: {ADMIN_USERNAME} / {password}")
         self.stdout.write(f"  API:    http://127.0.0.1:{port}/api/docs/   health: http://127.0.0.1:{port}/healthz")
+        self.stdout.write(
+            f"  Demo API key ({DEMO_SERVICE}): {demo_key}   (kept in {demo_key_path(Path(settings.VAR_DIR))})"
+        )
         self.stdout.write("  Stop with Ctrl-C.\n")
         self.stdout.flush()
         self._supervise(processes)
 
-    def _prepare(self) -> None:
+    def _prepare(self) -> str:
+        """Migrate, collect static files, load the demo data and schedule the jobs; returns the demo key."""
         Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
         for option in getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}).values():
             Path(option).mkdir(parents=True, exist_ok=True)
@@ -48,9 +55,11 @@ class Command(BaseCommand):
         self.stdout.write("Collecting static files …")
         call_command("collectstatic", interactive=False, verbosity=0)
         self.stdout.write("Loading the demo data …")
-        call_command("load_demo", stdout=self.stdout)
+        loaded = demo_load()
+        self.stdout.write("Demo data: " + "\n".join(loaded.report.lines()))
         self.stdout.write("Scheduling the beat jobs (flush, rollup, purge, toggle refresh) …")
         call_command("setup_periodic_tasks", stdout=self.stdout)
+        return demo_key_ensure(var_dir=Path(settings.VAR_DIR), issued=loaded.issued_key)
 
     def _admin_password(self) -> str:
         """One admin per installation; its password is kept (mode 600) so every `make run` prints the same."""
