@@ -20,12 +20,14 @@ from django.db import transaction
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
+from apps.alerts.services.job_outcomes import job_outcome_record
 from apps.enforcement.fallback import fallback_purge
 from apps.enforcement.ledger import decision_ledger
 from apps.enforcement.recovery import counters_reconcile
 from apps.enforcement.specs import counter_reach_ms
 from apps.enforcement.store import engine_store
 from apps.limits.services import limits_purge_expired
+from apps.ops.readiness import readiness_report
 from apps.usage.services import usage_flush, usage_purge, usage_rollup
 
 logger = logging.getLogger(__name__)
@@ -100,6 +102,19 @@ def refresh_toggles() -> Any:
     return toggles_refresh()
 
 
+def evaluate_alerts() -> Any:
+    from apps.alerts.services.evaluation import alerts_evaluate
+
+    return alerts_evaluate(store_probe=store_problems)
+
+
+def store_problems() -> list[str]:
+    """What the readiness probe finds wrong with Redis (and the counters' Redis), in words, for the store alert."""
+    checks = readiness_report()[1]
+    return [f"{name}: {checks[name].get('error', 'not ready')}" for name in ("redis", "counters")
+            if name in checks and not checks[name].get("ok", True)]  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     name: str
@@ -170,13 +185,27 @@ JOBS: dict[str, Job] = {
             "Refresh feature toggles and hot overrides from the external source (or the last-known-good file).",
             expire_seconds=50,
         ),
+        Job(
+            "evaluate_alerts",
+            evaluate_alerts,
+            "apps.ops.tasks.evaluate_alerts_task",
+            "* * * * *",  # https://crontab.guru/#*_*_*_*_*
+            "Check the alert rules; notify each new firing and each resolution once (email, signed webhook).",
+            expire_seconds=50,
+        ),
     )
 }
 
 
 def job_run(name: str) -> dict[str, Any]:
-    """Run the job called `name` now; its report as a dict, with its one-line summary under "summary"."""
-    report = JOBS[name].run()
+    """Run the job called `name` now; its report as a dict, with its one-line summary under "summary".
+    Each run's outcome is recorded (apps/alerts JobOutcome), which the "beat job failing" alert watches."""
+    try:
+        report = JOBS[name].run()
+    except Exception as error:
+        job_outcome_record(name=name, error=error)
+        raise
+    job_outcome_record(name=name)
     fields = report.as_dict() if hasattr(report, "as_dict") else dataclasses.asdict(report)
     summary = report.summary() if callable(report.summary) else report.summary
     return {"job": name, **fields, "summary": summary}

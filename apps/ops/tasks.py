@@ -47,6 +47,12 @@ def purge_decision_log_task() -> dict[str, Any]:
     return job_run("purge_decision_log")
 
 
+# Evaluation reads PostgreSQL and Redis only; notifications leave in their own task (apps/alerts/tasks.py).
+@shared_task(**RETRIES, soft_time_limit=45, time_limit=55)
+def evaluate_alerts_task() -> dict[str, Any]:
+    return job_run("evaluate_alerts")
+
+
 # A day of log is read once (about 1M entries in well under a minute); no retry: a failed audit leaves its
 # unfinished AuditRun, and running the same day again is `manage.py audit_quality --from ... --to ...`.
 @shared_task(soft_time_limit=3600, time_limit=3700)

@@ -1,0 +1,131 @@
+"""Signed webhook POSTs behind the same SSRF guard as the toggles source (apps/toggles/sources.py).
+
+The host is resolved once, every address is judged by the toggles source's `address_refusal` (loopback,
+private, link-local, mapped IPv4 ...), and the socket connects only to the addresses judged, so a DNS answer
+that changes between check and connect cannot slip a private address through. Redirects are not followed,
+proxy variables are not read. QUOTA_ALERTS_WEBHOOK_ALLOW_PRIVATE=true lifts the address check and accepts
+plain http:// (tests, a receiver on a trusted local network).
+
+Signature: `X-Quota-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "." + body)>`, with the Unix
+timestamp in `X-Quota-Timestamp`, so a receiver can refuse an old message replayed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import ipaddress
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from apps.toggles.sources import address_refusal, source_label
+
+USER_AGENT = "quota-platform-alerts/1"
+SIGNATURE_HEADER = "X-Quota-Signature"
+TIMESTAMP_HEADER = "X-Quota-Timestamp"
+ALLOW_PRIVATE_HINT = "set QUOTA_ALERTS_WEBHOOK_ALLOW_PRIVATE=true only for a receiver on a trusted local network"
+DEFAULT_TIMEOUT_S = 5.0
+
+
+class WebhookRefused(Exception):
+    """Refused before any connection (scheme, address, redirect): retrying cannot help."""
+
+
+class WebhookFailed(Exception):
+    """The receiver could not be reached or did not answer 2xx: worth another attempt."""
+
+
+def allow_private() -> bool:
+    return bool(getattr(settings, "QUOTA_ALERTS_WEBHOOK_ALLOW_PRIVATE", False))
+
+
+def webhook_timeout_s() -> float:
+    return float(getattr(settings, "QUOTA_ALERTS_WEBHOOK_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+
+
+def signature(secret: str, timestamp: int, body: bytes) -> str:
+    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+def webhook_url_refusal(url: str, *, allow_private: bool) -> str | None:
+    """Why `url` cannot be a webhook (checked when a rule is saved; addresses are judged again when sending)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http"):
+        return "only https:// URLs can receive alerts"
+    if parts.scheme == "http" and not allow_private:
+        return f"plain http:// is refused; use https:// ({ALLOW_PRIVATE_HINT})"
+    if not parts.hostname:
+        return "the URL names no host"
+    try:
+        literal = ipaddress.ip_address(parts.hostname)
+    except ValueError:
+        return None
+    if not allow_private and (reason := address_refusal(literal)):
+        return f"{literal} is not a public address: {reason}; {ALLOW_PRIVATE_HINT}"
+    return None
+
+
+def webhook_post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: float, allow_private: bool) -> int:
+    """POST `body` to `url`; the HTTP status (2xx). Raises WebhookRefused or WebhookFailed."""
+    if reason := webhook_url_refusal(url, allow_private=allow_private):
+        raise WebhookRefused(f"{source_label(url)}: {reason}")
+    parts = urlsplit(url)
+    https = parts.scheme == "https"
+    connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
+    port = parts.port or (http.client.HTTPS_PORT if https else http.client.HTTP_PORT)
+    connection = connection_class(parts.hostname or "", port, timeout=timeout_s)
+    connection._create_connection = _guarded_connector(allow_private=allow_private)  # type: ignore[attr-defined]
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    label = source_label(url)
+    try:
+        connection.request("POST", target, body=body, headers={**headers, "User-Agent": USER_AGENT})
+        response = connection.getresponse()
+        response.read(64 * 1024)
+    except (OSError, http.client.HTTPException) as error:
+        raise WebhookFailed(f"cannot reach {label}: {error or type(error).__name__}") from None
+    finally:
+        connection.close()
+    if 300 <= response.status < 400:
+        raise WebhookRefused(f"{label} answered HTTP {response.status}; redirects are not followed")
+    if not 200 <= response.status < 300:
+        raise WebhookFailed(f"{label} answered HTTP {response.status} {response.reason}".rstrip())
+    return response.status
+
+
+def _guarded_connector(*, allow_private: bool) -> Any:
+    def connect(address: tuple[str, int], timeout: float, source_address: Any = None) -> socket.socket:
+        host, port = address
+        try:
+            resolved = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as error:
+            raise WebhookFailed(f"cannot resolve {host}: {error.strerror or error}") from None
+        if not allow_private:
+            for *_, sockaddr in resolved:
+                ip = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+                if reason := address_refusal(ip):
+                    raise WebhookRefused(
+                        f"{host} resolves to {ip}, not a public address: {reason}; {ALLOW_PRIVATE_HINT}"
+                    )
+        return _connect_first(resolved, timeout)
+
+    return connect
+
+
+def _connect_first(resolved: list[Any], timeout: float) -> socket.socket:
+    last_error: OSError | None = None
+    for family, kind, protocol, _, sockaddr in resolved:
+        sock = socket.socket(family, kind, protocol)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(sockaddr)
+        except OSError as error:
+            sock.close()
+            last_error = error
+            continue
+        return sock
+    raise last_error or WebhookFailed("no address to connect to")
