@@ -1,5 +1,6 @@
-"""Quota Platform client SDK (no Django): checks, batches, put_all, leases, a decorator, back-off policies and
-local limiters (hybrid counting in-process).
+"""Quota Platform client SDK (no Django): checks (shaped with max_wait_ms), batches, put_all, leases, a decorator,
+feature toggles, back-off policies (the seed's AutoSleeper by default) and local limiters (hybrid counting
+in-process).
 
 from quota_client import QuotaClient
 
