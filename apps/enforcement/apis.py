@@ -18,6 +18,7 @@ from apps.enforcement import serializers
 from apps.enforcement.authentication import request_principal
 from apps.enforcement.authz import authz_evaluate, forwarded_request
 from apps.enforcement.headers import ratelimit_headers, retry_after_header
+from apps.enforcement.lease_parsing import parse_lease, parse_renew
 from apps.enforcement.leases import SessionTimeExhausted, lease_acquire, lease_release, lease_renew
 from apps.enforcement.parsing import (
     INVALID_MESSAGE,
@@ -26,9 +27,7 @@ from apps.enforcement.parsing import (
     BatchTooLarge,
     parse_batch,
     parse_check,
-    parse_lease,
     parse_path_text,
-    parse_renew,
 )
 from apps.enforcement.selectors import customer_limits_effective
 from apps.enforcement.service_api import ServiceApi
@@ -56,6 +55,7 @@ def outcome_body(outcome: CheckOutcome) -> dict[str, Any]:
         "allowed": outcome.allowed,
         "code": outcome.code,
         "retry_after_ms": outcome.retry_after_ms,
+        "delay_ms": outcome.delay_ms,
         "degraded": outcome.degraded,
         "message": outcome_message(outcome),
         "warnings": list(outcome.warnings),

@@ -17,6 +17,7 @@ from typing import Any, TypedDict
 
 from apps.common.exceptions import InvalidInput
 from apps.engine import BatchMode, CheckItem
+from apps.engine.types import MAX_WAIT_MS
 
 MAX_CUSTOMER_LENGTH = 200
 MAX_OPERATION_LENGTH = 100
@@ -33,7 +34,9 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # used with fullmatch: `$` 
 # Control characters (U+0000-U+001F, U+007F) in a name reach Redis keys and PostgreSQL text, which cannot hold NUL.
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 NO_CONTROL = "Must not contain control characters (U+0000 to U+001F, U+007F)."
-CHECK_FIELDS = frozenset({"customer", "operation", "resource", "attributes", "costs", "ip", "request_id", "dry_run"})
+CHECK_FIELDS = frozenset(
+    {"customer", "operation", "resource", "attributes", "costs", "ip", "request_id", "dry_run", "max_wait_ms"}
+)
 BATCH_MODES = ("independent", "atomic")
 INVALID_MESSAGE = "The request is not valid; see fields."
 
@@ -63,6 +66,7 @@ class _CheckFields(TypedDict):
     ip: str
     request_id: str | None
     dry_run: bool
+    max_wait_ms: int
 
 
 def _text(data: dict[str, Any], name: str, max_length: int, errors: Errors, *, required: bool) -> str:
@@ -84,7 +88,7 @@ def text_problem(value: Any, max_length: int) -> str | None:
     """What is wrong with `value` as a text field of the API (None: nothing): every text field is a
     non-empty string of at most `max_length` characters without control characters."""
     if type(value) is not str:
-        return f"Must be a string, not {_kind(value)}."
+        return f"Must be a string, not {kind_of(value)}."
     if not value:
         return "Must not be empty."
     if len(value) > max_length:
@@ -98,14 +102,14 @@ def _attributes(value: Any, errors: Errors) -> dict[str, str]:
     if value is None:
         return {}
     if type(value) is not dict:
-        errors["attributes"] = [f"Must be an object of name → string, not {_kind(value)}."]
+        errors["attributes"] = [f"Must be an object of name → string, not {kind_of(value)}."]
         return {}
     problems = [f"At most {MAX_ATTRIBUTES} attributes."] if len(value) > MAX_ATTRIBUTES else []
     for name, item in value.items():
         if type(name) is not str or not NAME.fullmatch(name):
             problems.append(f"“{name[:70]}” is not a valid attribute name (letters, digits, _ . -; max 64).")
         elif type(item) is not str:
-            problems.append(f"“{name}” must be a string, not {_kind(item)}.")
+            problems.append(f"“{name}” must be a string, not {kind_of(item)}.")
         elif (problem := text_problem(item, MAX_ATTRIBUTE_VALUE_LENGTH)) is not None:
             problems.append(f"“{name}”: {problem}")
     if problems:
@@ -118,7 +122,7 @@ def costs_parse(value: Any, errors: Errors) -> dict[str, int]:
     if value is None:
         return {}
     if type(value) is not dict:
-        errors["costs"] = [f"Must be an object of unit → non-negative integer, not {_kind(value)}."]
+        errors["costs"] = [f"Must be an object of unit → non-negative integer, not {kind_of(value)}."]
         return {}
     problems = [f"At most {MAX_COST_UNITS} units."] if len(value) > MAX_COST_UNITS else []
     costs: dict[str, int] = {}
@@ -169,12 +173,21 @@ def _normalized_ip(value: str) -> str | None:
 def _flag(data: dict[str, Any], name: str, errors: Errors) -> bool:
     value = data.get(name, False)
     if type(value) is not bool:
-        errors[name] = [f"Must be true or false, not {_kind(value)}."]
+        errors[name] = [f"Must be true or false, not {kind_of(value)}."]
         return False
     return value
 
 
-def _kind(value: Any) -> str:
+def _max_wait(value: Any, errors: Errors) -> int:
+    if type(value) is int and 0 <= value <= MAX_WAIT_MS:
+        return value
+    wait = whole_number(value, 0, MAX_WAIT_MS)
+    if wait is None and value is not None:  # a null is refused by _refuse_nulls
+        errors["max_wait_ms"] = [f"Must be a whole number of milliseconds from 0 to {MAX_WAIT_MS}."]
+    return wait or 0
+
+
+def kind_of(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number"
     )
@@ -191,7 +204,7 @@ def parse_check(data: Any) -> CheckItem:
 
 def _parse_check_into(data: Any, errors: Errors) -> CheckItem | None:
     if type(data) is not dict:
-        errors["non_field_errors"] = [f"A check must be a JSON object, not {_kind(data)}."]
+        errors["non_field_errors"] = [f"A check must be a JSON object, not {kind_of(data)}."]
         return None
     unknown = data.keys() - CHECK_FIELDS
     if unknown:
@@ -207,6 +220,7 @@ def _parse_check_into(data: Any, errors: Errors) -> CheckItem | None:
         "ip": _ip(data.get("ip"), errors),
         "request_id": _text(data, "request_id", MAX_REQUEST_ID_LENGTH, errors, required=False) or None,
         "dry_run": _flag(data, "dry_run", errors),
+        "max_wait_ms": _max_wait(data.get("max_wait_ms", 0), errors),
     }
     return None if errors else CheckItem(**fields)
 
@@ -221,7 +235,7 @@ def _refuse_nulls(data: dict[str, Any], errors: Errors) -> None:
 def parse_batch(data: Any) -> tuple[list[CheckItem], BatchMode]:
     """Validate a batch: {items: [...], mode}. Raises BatchTooLarge (413) or ParseError (400)."""
     if type(data) is not dict:
-        raise ParseError({"non_field_errors": [f"A batch must be a JSON object, not {_kind(data)}."]})
+        raise ParseError({"non_field_errors": [f"A batch must be a JSON object, not {kind_of(data)}."]})
     errors: Errors = {}
     unknown = data.keys() - {"items", "mode"}
     if unknown:
@@ -256,35 +270,9 @@ def _parse_items(items: list[Any]) -> tuple[list[CheckItem], Errors]:
     return parsed, item_errors
 
 
-def parse_lease(data: Any) -> tuple[CheckItem, int | None]:
-    """A lease request: the check fields plus an optional ttl_s (seconds)."""
-    if type(data) is not dict:
-        raise ParseError({"non_field_errors": [f"A lease request must be a JSON object, not {_kind(data)}."]})
-    return parse_check({k: v for k, v in data.items() if k != "ttl_s"}), parse_ttl(data)
-
-
-def parse_renew(data: Any) -> int | None:
-    """A lease renewal body: an object with an optional ttl_s, or nothing at all."""
-    if not isinstance(data, dict):
-        raise ParseError({"non_field_errors": [f"A renewal must be a JSON object, not {_kind(data)}."]})
-    unknown = data.keys() - {"ttl_s"}
-    if unknown:
-        raise ParseError({"non_field_errors": [f"Unknown field(s): {', '.join(sorted(map(str, unknown)))[:300]}."]})
-    return parse_ttl(data)
-
-
 def parse_path_text(name: str, value: str, max_length: int) -> str:
     """A text value taken from the URL path (a customer, a lease id), held to the body's rules."""
     problem = text_problem(value, max_length)
     if problem is not None:
         raise ParseError({name: [problem]})
     return value
-
-
-def parse_ttl(data: Any) -> int | None:
-    if type(data) is not dict or "ttl_s" not in data:
-        return None
-    ttl = whole_number(data["ttl_s"], 1, MAX_LEASE_TTL_S)
-    if ttl is None:
-        raise ParseError({"ttl_s": [f"Must be a whole number of seconds from 1 to {MAX_LEASE_TTL_S}."]})
-    return ttl

@@ -13,6 +13,7 @@ from rest_framework import serializers
 
 from apps.common.validators import plain_text
 from apps.enforcement import parsing
+from apps.engine.types import MAX_WAIT_MS
 
 
 def text_field(max_length: int, **kwargs: Any) -> serializers.CharField:
@@ -50,6 +51,15 @@ class CheckInputSerializer(CheckTargetSerializer):
         help_text="Repeats within 10 minutes replay the first decision; the same id with other parameters is 422.",
     )
     dry_run = serializers.BooleanField(required=False, default=False)
+    max_wait_ms = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_WAIT_MS,
+        required=False,
+        default=0,
+        help_text="How long the caller accepts to wait before proceeding on a leaky_bucket limit (a shaper): a check "
+        "that fits within this wait is admitted with `delay_ms`, so admitted requests leave at the limit's rate; "
+        "0 (the default): refused unless it fits now.",
+    )
 
 
 class LimitResultSerializer(serializers.Serializer):
@@ -77,6 +87,11 @@ class DecisionSerializer(serializers.Serializer):
         "the batch was refused, so none was admitted; retry_after_ms is when the whole batch would pass.",
     )
     retry_after_ms = serializers.IntegerField(allow_null=True, help_text="null: waiting will not help.")
+    delay_ms = serializers.IntegerField(
+        min_value=0,
+        help_text="Allowed checks only: wait this many milliseconds before proceeding (a leaky_bucket limit queued "
+        "the check within its max_wait_ms, the largest wait among such limits); 0: proceed now.",
+    )
     degraded = serializers.BooleanField()
     message = serializers.CharField(allow_null=True, help_text="Why the check was refused, in words; null if allowed.")
     warnings = serializers.ListField(

@@ -47,6 +47,7 @@ class CheckOutcome:
     # Names the configuration does not know, and new names over the budget (names.py).
     warnings: tuple[str, ...] = ()
     hybrid: frozenset[str] = frozenset()  # the limits decided by hybrid counting (hybrid.py)
+    delay_ms: int = 0  # allowed, after waiting this long: a leaky bucket (shaper) queued the check
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,8 @@ def outcome_of_decision(
         type(decision) is FallbackDecision,
         warnings,
         hybrid,
+        # Only the engine shapes (a fallback or hybrid decision admits what fits now, or refuses).
+        decision.delay_ms if type(decision) is Decision else 0,
     )
 
 

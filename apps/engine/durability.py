@@ -22,7 +22,17 @@ from typing import Any
 
 from apps.engine.reference.base import Params, ceil_div
 from apps.engine.registry import ALGORITHMS
-from apps.engine.types import BUCKETS, CALENDAR, FIXED_WINDOW, MINUTE_MS, SLIDING_LOG, SLIDING_WINDOW, LimitSpec
+from apps.engine.types import (
+    BUCKETS,
+    CALENDAR,
+    FIXED_WINDOW,
+    LEAKY_BUCKET,
+    MAX_WAIT_MS,
+    MINUTE_MS,
+    SLIDING_LOG,
+    SLIDING_WINDOW,
+    LimitSpec,
+)
 
 # What a seeder answers per counter: (bucket start ms, amount), in any order.
 History = Sequence[tuple[int, int]]
@@ -31,9 +41,16 @@ DAY_MS = 86_400_000
 CALENDAR_LONGEST_MS = {"day": DAY_MS + 3_600_000, "week": 7 * DAY_MS + 3_600_000, "month": 31 * DAY_MS + 3_600_000}
 
 
+def full_level(spec: LimitSpec) -> int:
+    """A bucket's highest level (meter.py's units): its capacity, and for a leaky bucket (a shaper) what a
+    check waiting the longest (MAX_WAIT_MS) may queue above it."""
+    queued = MAX_WAIT_MS * spec.quantity if spec.algorithm == LEAKY_BUCKET else 0
+    return spec.capacity * spec.period_ms + queued
+
+
 def drain_ms(spec: LimitSpec) -> int:
     """How long a full bucket takes to drain empty (a bucket looks back twice as far: see `rebuild`)."""
-    return ceil_div(spec.capacity * spec.period_ms, spec.quantity)
+    return ceil_div(full_level(spec), spec.quantity)
 
 
 def record_bucket(spec: LimitSpec, params: Params, now: int) -> int:
@@ -94,7 +111,7 @@ def rebuild(spec: LimitSpec, params: Params, history: History, now: int) -> Any:
     model = ALGORITHMS[spec.algorithm].model
     since = lookback_start(spec, params, now)
     windowed = spec.algorithm in (CALENDAR, FIXED_WINDOW, SLIDING_WINDOW)
-    full = (spec.capacity * spec.period_ms, since) if spec.algorithm in BUCKETS and history else None
+    full = (full_level(spec), since) if spec.algorithm in BUCKETS and history else None
     state = full
     for start, amount in sorted(history):
         # A window's record starts at the window; a minute's counts while any of the minute is in reach.

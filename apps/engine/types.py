@@ -37,6 +37,8 @@ KEY_FIELDS = ("customer", "resource", "ip", "service", "api_key")
 ATTRIBUTE_PREFIX = "attr:"
 REQUESTS = "requests"
 MINUTE_MS = 60_000
+# The longest a check may accept to wait on a leaky bucket (a shaper): its max_wait_ms is at most this.
+MAX_WAIT_MS = 60_000
 # Redis Lua numbers are doubles: every integer the scripts handle must stay below 2**53 to stay exact.
 MAX_SAFE_INT = 2**53 - 1
 BatchMode = Literal["independent", "atomic"]
@@ -194,6 +196,8 @@ class CheckItem:
     timezone: IANA zone of the customer, used by calendar limits.
     service, api_key: the calling service's name and the calling key's prefix (never its secret), filled in by
         the caller from the authenticated key, for limits keyed by service or api_key ("" = none).
+    max_wait_ms: how long the caller accepts to wait on a leaky bucket (a shaper, reference/leaky_bucket.py)
+        before proceeding; 0 = refuse what does not fit now. At most MAX_WAIT_MS.
     """
 
     customer: str
@@ -207,6 +211,7 @@ class CheckItem:
     timezone: str = "UTC"
     service: str = ""
     api_key: str = ""
+    max_wait_ms: int = 0
 
     def __post_init__(self) -> None:
         _require(isinstance(self.customer, str) and self.customer != "", "a check needs a customer")
@@ -215,6 +220,10 @@ class CheckItem:
             _require(isinstance(unit, str) and unit != "", "cost units must be names")
             _require(_is_count(cost), f"cost of {unit!r} must be an integer in [0, 2**53)")
         _require(self.request_id is None or self.request_id != "", "request_id must not be empty")
+        _require(
+            type(self.max_wait_ms) is int and 0 <= self.max_wait_ms <= MAX_WAIT_MS,
+            f"max_wait_ms must be an integer in [0, {MAX_WAIT_MS}]",
+        )
 
     def cost_of(self, unit: str) -> int:
         """What this check spends of `unit` (requests default to 1, other units to 0)."""
@@ -247,12 +256,15 @@ class Decision:
     retry_after_ms: 0 when allowed; otherwise the earliest delay after which the same check would be
     admitted if nothing else happened; None when its cost exceeds a limit's capacity (never admitted).
     replayed: the request_id was seen before and this is the first decision, returned again.
+    delay_ms: allowed only: how long the caller must wait before proceeding, so that what its leaky buckets
+    (shapers) admitted leaves at their rate (the largest of their delays; 0 = go now).
     """
 
     allowed: bool
     retry_after_ms: int | None
     limits: tuple[LimitResult, ...]
     replayed: bool = False
+    delay_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)

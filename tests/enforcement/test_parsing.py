@@ -2,13 +2,13 @@
 
 import pytest
 
+from apps.enforcement.lease_parsing import parse_lease
 from apps.enforcement.parsing import (
     MAX_BATCH_ITEMS,
     BatchTooLarge,
     ParseError,
     parse_batch,
     parse_check,
-    parse_lease,
 )
 from apps.engine import CheckItem
 
@@ -102,7 +102,7 @@ def test_a_batch_over_the_size_limit_is_refused_as_too_large() -> None:
         parse_batch({"items": [VALID] * (MAX_BATCH_ITEMS + 1)})
 
 
-@pytest.mark.parametrize("field", ["resource", "attributes", "costs", "ip", "request_id", "dry_run"])
+@pytest.mark.parametrize("field", ["resource", "attributes", "costs", "ip", "request_id", "dry_run", "max_wait_ms"])
 def test_a_null_optional_field_is_refused_not_defaulted(field) -> None:
     assert "null" in errors_for({**VALID, field: None})[field][0]
 
@@ -159,3 +159,13 @@ def test_a_whole_number_written_with_a_fraction_is_a_whole_number() -> None:
     assert type(parse_check({**VALID, "costs": {"records": 5.0}}).costs["records"]) is int
     for bad in (5.5, True, 2**53, -1.0, float("inf")):
         assert "costs" in errors_for({**VALID, "costs": {"records": bad}}), bad
+
+
+@pytest.mark.parametrize("value", [-1, 60_001, 1.5, "10", True, [], {}])
+def test_max_wait_ms_must_be_whole_milliseconds_up_to_a_minute(value) -> None:
+    assert "milliseconds from 0 to 60000" in errors_for({**VALID, "max_wait_ms": value})["max_wait_ms"][0]
+
+
+def test_max_wait_ms_reaches_the_check_and_defaults_to_not_waiting() -> None:
+    assert parse_check({**VALID, "max_wait_ms": 2_000.0}).max_wait_ms == 2_000
+    assert parse_check(VALID).max_wait_ms == 0

@@ -40,6 +40,7 @@ class Item:
     dry_run: bool
     costs: list[tuple[str, int]]
     limits: list[tuple[int, int]]  # definition number, cost
+    max_wait_ms: int = 0
 
 
 def read(keys: list[str], argv: list[Any]) -> tuple[list[Definition], list[Item]]:
@@ -63,9 +64,9 @@ def read(keys: list[str], argv: list[Any]) -> tuple[list[Definition], list[Item]
         p += 9 + bounds
     items = []
     for _ in range(numbers[1]):
-        usage, lease, descriptor, idempotency, dry_run, ttl, units = numbers[p : p + 7]
-        costs = [(argv[numbers[p + 7 + 2 * u] - 1], numbers[p + 8 + 2 * u]) for u in range(units)]
-        p += 7 + 2 * units
+        usage, lease, descriptor, idempotency, dry_run, ttl, max_wait, units = numbers[p : p + 8]
+        costs = [(argv[numbers[p + 8 + 2 * u] - 1], numbers[p + 9 + 2 * u]) for u in range(units)]
+        p += 8 + 2 * units
         limits = [(numbers[p + 1 + 2 * n], numbers[p + 2 + 2 * n]) for n in range(numbers[p])]
         p += 1 + 2 * numbers[p]
         items.append(
@@ -77,6 +78,7 @@ def read(keys: list[str], argv: list[Any]) -> tuple[list[Definition], list[Item]
                 dry_run == 1,
                 costs,
                 limits,
+                max_wait,
             )
         )
     assert p == len(numbers)
@@ -93,10 +95,10 @@ def test_a_one_limit_check_encodes_to_known_arguments() -> None:
 
     assert keys == ["t:c:{c=acct-1}:fw:per-minute:c=acct-1"]
     definition = [ALGORITHM_NUMBERS["fixed_window"], 1, 10, 60_000, 10, 0, NOT_DURABLE, 0, 0]
-    # the item: usage base ARGV[5], no lease/descriptor/request id, not a dry run, no ttl;
+    # the item: usage base ARGV[5], no lease/descriptor/request id, not a dry run, no ttl, no wait;
     # 1 unit: "requests" (ARGV[6]) x 1; 1 limit: definition 1 x 1
-    numbers = [1, 1, *definition, 5, 0, 0, 0, 0, 0, 1, 6, 1, 1, 1, 1]
-    assert argv == ["", "i", "t:ui:", pack("<23d", *numbers), "t:u:{c=acct-1}:Op:", "requests"]
+    numbers = [1, 1, *definition, 5, 0, 0, 0, 0, 0, 0, 1, 6, 1, 1, 1, 1]
+    assert argv == ["", "i", "t:ui:", pack("<24d", *numbers), "t:u:{c=acct-1}:Op:", "requests"]
     assert [(limit.spec, checked) for limit, checked in described] == [(MINUTE, item)]
 
 
@@ -136,6 +138,7 @@ def test_a_batch_reads_back_as_its_plans_with_shared_counters_defined_once() -> 
     # a dry run sends its request id too: the script compares it with a stored decision, never stores it
     assert [item.idempotency_key for item in items] == ["t:i:{c=acct-1}:r-1", "t:i:{c=acct-1}:r-2", None]
     assert [item.dry_run for item in items] == [False, True, False]
+    assert [item.max_wait_ms for item in items] == [0, 0, 0]
     descriptor = items[0].descriptor or ""
     lease_id, described, fingerprint = descriptor.split("|")
     assert (lease_id, fingerprint) == ("", plans[0].fingerprint)
@@ -198,3 +201,10 @@ def test_the_log_section_follows_the_items_and_names_each_audited_limit_or_lease
     assert argv[label_b - 1 : label_b + 7] == ["acme", "Put", "slots", "concurrency", "2", "0", "0", "0"]
     assert (argv[section[11] - 1], section[12]) == ("node-7", 123)
     assert keys[: len(plain_keys)] == plain_keys
+
+
+def test_an_item_sends_how_long_it_accepts_to_wait_on_a_shaper() -> None:
+    shaper = LimitSpec("shaped", "leaky_bucket", 10, period_s=1, key_by=("customer",))
+    keys, argv, _ = encode([plan(CheckItem("acct-1", "Op", max_wait_ms=2_500), shaper)], False, "", "t:ui:")
+
+    assert [item.max_wait_ms for item in read(keys, argv)[1]] == [2_500]

@@ -39,6 +39,8 @@ STARTS = [
     1_729_969_200_000,  # 2024-10-26T19:00Z, hours before Europe/Berlin falls back
     1_706_733_000_000,  # 2024-01-31T20:30Z, month end in America/New_York
 ]
+# How long a check accepts to wait on a leaky bucket (a shaper); other algorithms ignore it.
+WAITS = st.sampled_from([0, 0, 1, 500, 2_000, 10_000, 60_000])
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"]
 SETTINGS = settings(
     max_examples=150,
@@ -126,14 +128,25 @@ class EngineComparison(RuleBasedStateMachine):
         self.quantities.append(self.spec.quantity)
         self.capacities.append(self.spec.capacity)
 
-    def item(self, customer: str, cost: int, dry_run: bool = False, request_id: str | None = None) -> CheckItem:
+    def item(
+        self, customer: str, cost: int, dry_run: bool = False, request_id: str | None = None, max_wait: int = 0
+    ) -> CheckItem:
         return CheckItem(
-            customer, "Op", costs={"requests": cost}, dry_run=dry_run, request_id=request_id, timezone=self.zone
+            customer,
+            "Op",
+            costs={"requests": cost},
+            dry_run=dry_run,
+            request_id=request_id,
+            timezone=self.zone,
+            max_wait_ms=max_wait,
         )
 
     def record(self, item: CheckItem, decision: Decision) -> None:
+        """An admission counts when it proceeds: after its delay (a shaper's queue), so a leaky bucket's
+        departures are what must keep to its rate and burst."""
         if decision.allowed and not decision.replayed and not item.dry_run and self.algorithm not in LEASED:
-            self.admitted[item.customer].append(Admitted(self.memory_clock.now_ms(), item.cost_of("requests")))
+            departs = self.memory_clock.now_ms() + decision.delay_ms
+            self.admitted[item.customer].append(Admitted(departs, item.cost_of("requests")))
 
     @rule(data=st.data())
     def advance(self, data: st.DataObject) -> None:
@@ -146,9 +159,10 @@ class EngineComparison(RuleBasedStateMachine):
         cost=st.integers(0, 10),
         dry_run=st.booleans(),
         request_id=st.none() | st.sampled_from(["r1", "r2"]),
+        max_wait=WAITS,
     )
-    def check(self, customer: str, cost: int, dry_run: bool, request_id: str | None) -> None:
-        item = self.item(customer, cost, dry_run, request_id)
+    def check(self, customer: str, cost: int, dry_run: bool, request_id: str | None, max_wait: int) -> None:
+        item = self.item(customer, cost, dry_run, request_id, max_wait)
         expected = answer(lambda: self.memory.check(item, [self.spec]))
         assert answer(lambda: self.redis.check(item, [self.spec])) == expected
         if isinstance(expected, Decision):
@@ -157,18 +171,22 @@ class EngineComparison(RuleBasedStateMachine):
     @rule(
         items=st.lists(
             st.tuples(
-                st.sampled_from(["a", "b"]), st.integers(0, 6), st.booleans(), st.none() | st.sampled_from(["r1", "r3"])
+                st.sampled_from(["a", "b"]),
+                st.integers(0, 6),
+                st.booleans(),
+                st.none() | st.sampled_from(["r1", "r3"]),
+                WAITS,
             ),
             min_size=1,
             max_size=6,
         ),
         mode=st.sampled_from(["independent", "atomic"]),
     )
-    def batch(self, items: list[tuple[str, int, bool, str | None]], mode: str) -> None:
+    def batch(self, items: list[tuple[str, int, bool, str | None, int]], mode: str) -> None:
         one = mode == "atomic" and self.atomic_on_one_customer
         checks = [
-            self.item("a" if one else customer, cost, dry_run=dry_run and cost % 2 == 0, request_id=request_id)
-            for customer, cost, dry_run, request_id in items
+            self.item("a" if one else customer, cost, dry_run and cost % 2 == 0, request_id, max_wait)
+            for customer, cost, dry_run, request_id, max_wait in items
         ]
         pairs = [(item, [self.spec]) for item in checks]
         expected = answer(lambda: self.memory.check_batch(pairs, mode))  # type: ignore[arg-type]
@@ -347,17 +365,18 @@ class MixedComparison(RuleBasedStateMachine):
         requests=st.integers(0, 3),
         records=st.integers(0, 9),
         request_id=st.none() | st.sampled_from(["r1", "r2"]),
+        max_wait=WAITS,
     )
-    def check(self, customer: str, requests: int, records: int, request_id: str | None) -> None:
-        item = self.item(customer, requests, records, request_id=request_id)
+    def check(self, customer: str, requests: int, records: int, request_id: str | None, max_wait: int) -> None:
+        item = self.item(customer, requests, records, request_id=request_id, max_wait_ms=max_wait)
         assert answer(lambda: self.redis.check(item, self.specs)) == answer(lambda: self.memory.check(item, self.specs))
 
     @rule(
-        items=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.integers(0, 6)), max_size=5),
+        items=st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.integers(0, 6), WAITS), max_size=5),
         mode=st.sampled_from(["independent", "atomic"]),
     )
-    def batch(self, items: list[tuple[str, int, int]], mode: str) -> None:
-        pairs = [(self.item(*entry), self.specs) for entry in items]
+    def batch(self, items: list[tuple[str, int, int, int]], mode: str) -> None:
+        pairs = [(self.item(c, r, n, max_wait_ms=w), self.specs) for c, r, n, w in items]
         assert self.redis.check_batch(pairs, mode) == self.memory.check_batch(pairs, mode)  # type: ignore[arg-type]
 
     @rule(data=st.data(), quantity=st.integers(1, 8))

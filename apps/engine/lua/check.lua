@@ -20,7 +20,9 @@
 --     an item that is not a dry run names it; a counter only dry runs name is answered from it unwritten
 --   then per item: <usage base> <lease payload (0 = none)> <descriptor (0 = none)> <idempotency key index
 --     (0 = none; sent with a descriptor, also for a dry run, which only reads it)> <dry run 0|1>
---     <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
+--     <lease ttl ms> <max wait ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
+--     max wait: how long the item accepts to wait on a leaky bucket (leaky_bucket.lua, a shaper; a shadow one
+--     is evaluated with 0).
 --   then, when the store logs (absent: the numbers end after the items, nothing is logged):
 --     <log count> (<item number> <limit position> <stream key index> <label> <audit 0|1>)* <instance> <maxlen>
 --     label: the ARGV index of 8 strings (customer, operation, limit, algorithm, quantity, period ms, burst,
@@ -41,7 +43,8 @@
 -- Returns {{-2, now, <definition number>, <look-back start ms>, ...}} (and writes nothing but the epoch,
 -- and that only when an item is not a dry run: a call of dry runs leaves Redis as it found it) when durable
 -- counters are missing: the caller rebuilds them and calls again with their seeds. Otherwise
--- one array per item: {allowed 0|1, retry_after (-1 = never), replayed 0|1,
+-- one array per item: {allowed 0|1, retry_after (-1 = never) when refused | delay ms when allowed (how long the
+--   caller waits before proceeding: the largest wait of its enforced shapers, 0 = go now), replayed 0|1,
 --   lease expiry ms (0 = none), (over 0|1, remaining, reset ms)*}, or {-1, stored decision} where the
 --   stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10 minutes).
 -- Before deciding: {{-3, <item number>*}} when request ids are reused with other parameters (above).
@@ -49,6 +52,7 @@ local IDEMPOTENCY_TTL = 600000     -- by the script's clock, so a test clock and
 local USAGE_TTL_MS = 172800000
 local EPOCH_TTL_MS = 604800000     -- when it lapses, a new epoch only costs windows open then a re-seed
 local FINGERPRINT_DIGITS = 16      -- a descriptor ends with them (plan.FINGERPRINT_LENGTH)
+local MAX_WAIT_MS = 60000          -- types.MAX_WAIT_MS: a shaper's level may exceed its capacity by this much drain
 
 local now = read_now(ARGV[1])
 local atomic = ARGV[2] == 'a'
@@ -106,12 +110,12 @@ for d = 1, N[1] do
 end
 
 -- Items are not tables: item i's numbers start at N[P[i]] (<usage base> <lease> <descriptor> <idempotency
--- key> <dry run> <lease ttl> <unit count>, see the header), its units at P[i] + 7 and its limit count at
+-- key> <dry run> <lease ttl> <max wait> <unit count>, see the header), its units at P[i] + 8 and its limit count at
 -- N[L[i]]. live: an item is not a dry run (only then may the call write); ids: an item has a request id.
 local P, L = {}, {}
 local live, ids = false, false
 for i = 1, N[2] do
-  local l = p + 7 + 2 * N[p + 6]
+  local l = p + 8 + 2 * N[p + 7]
   P[i], L[i] = p, l
   if N[p + 4] == 0 then live = true end
   local idem = N[p + 3]
@@ -233,14 +237,14 @@ if epoch_key then
   end
 
   -- The earliest time whose spending still shapes the counter now (durability.lookback_start): a bucket
-  -- looks back twice the time a full bucket takes to drain (durability.rebuild).
+  -- looks back twice the time a full bucket takes to drain (durability.rebuild), a shaper's with its queue.
   local function lookback(lim)
     local code = lim.code
     if code == 'cal' then return lim.ws end
     if code == 'fw' then return now - now % lim.per end
     if code == 'swc' then return now - now % lim.per - lim.per end
     if code == 'sl' then return now - lim.per end
-    return now - 2 * ceil_div(lim.cap * lim.per, lim.q)
+    return now - 2 * (ceil_div(lim.cap * lim.per, lim.q) + (code == 'lb' and MAX_WAIT_MS or 0))
   end
 
   local named = nil
@@ -291,15 +295,17 @@ local BEFORE = atomic and {} or nil
 -- for atomic calls only.
 local note_need
 if atomic then
-  note_need = function(consuming, lim, cost)
+  note_need = function(consuming, lim, cost, wait)
     if lim.shadow or cost == 0 then return end
     local need = needs[lim.key]
     if not need then
-      need = {lim = lim, running = 0, most = 0}
+      need = {lim = lim, running = 0, most = false}
       needs[lim.key] = need
       need_keys[#need_keys + 1] = lim.key
     end
-    need.most = max(need.most, need.running + cost)
+    local most = need.running + cost
+    if lim.code == 'lb' then most = ALG.lb.need(lim, most, cost, wait) end
+    need.most = need.most and max(need.most, most) or most
     if consuming then need.running = need.running + cost end
   end
 end
@@ -318,7 +324,7 @@ local function decide(i)
   else
     row = {1, 0, 0, 0}
   end
-  local allowed, retry, never = true, 0, false
+  local allowed, retry, never, shaped = true, 0, false, 0
   for j = 1, count do
     local lim, cost = defs[N[l + 2 * j - 1]], N[l + 2 * j]
     local alg, st = ALG[lim.code], cache[lim.key]
@@ -326,10 +332,12 @@ local function decide(i)
       st = alg.load(lim, now)
       cache[lim.key] = st
     end
-    local ok, wait = true, 0
-    if cost > 0 then ok, wait = alg.eval(st, lim, now, cost) end
+    local ok, wait, delay = true, 0, nil
+    -- Only a shaper reads the fifth argument (its max wait; a shadow one waits for nothing) and answers a delay.
+    if cost > 0 then ok, wait, delay = alg.eval(st, lim, now, cost, not lim.shadow and N[p + 6] or 0) end
     if ok then
       row[3 * j + 2] = 0
+      if delay and delay > shaped and not lim.shadow then shaped = delay end
     else
       row[3 * j + 2] = 1
       if not lim.shadow then
@@ -337,11 +345,10 @@ local function decide(i)
         if wait < 0 then never = true elseif wait > retry then retry = wait end
       end
     end
-    if atomic then note_need(not dry and (lim.code ~= 'cc' or (j == 1 and lease > 0)), lim, cost) end
+    if atomic then note_need(not dry and (lim.code ~= 'cc' or (j == 1 and lease > 0)), lim, cost, N[p + 6]) end
   end
   if never then retry = -1 end
-  row[2] = retry
-  if not allowed then row[1] = 0 end
+  if allowed then row[2] = shaped else row[2], row[1] = retry, 0 end
   local consume = allowed and not dry
   if atomic or not consume then
     for j = 1, count do
@@ -399,7 +406,12 @@ if rolled_back then
   for _, key in ipairs(need_keys) do
     local need = needs[key]
     local alg = ALG[need.lim.code]
-    local _, retry = alg.eval(alg.load(need.lim, now), need.lim, now, need.most)
+    local retry
+    if need.lim.code == 'lb' then
+      retry = alg.batch_retry(alg.load(need.lim, now), need.lim, need.most)
+    else
+      retry = select(2, alg.eval(alg.load(need.lim, now), need.lim, now, need.most))
+    end
     if retry < 0 then
       retry_all = -1
       break
@@ -481,7 +493,7 @@ for i = 1, item_count do
           break
         end
       end
-      local units = N[p + 6]
+      local units = N[p + 7]
       if units > 0 then
         UNITS = UNITS or {}
         local costs = UNITS[base]
@@ -489,7 +501,7 @@ for i = 1, item_count do
           costs = {}
           UNITS[base] = costs
         end
-        for u = p + 7, p + 5 + 2 * units, 2 do
+        for u = p + 8, p + 6 + 2 * units, 2 do
           local field = 'cost:' .. ARGV[N[u]]
           costs[field] = (costs[field] or 0) + N[u + 1]
         end

@@ -27,7 +27,9 @@ The numbers:
         ARGV index of the rebuilt state to write while the counter is still missing (seeds.py)
     then per item:
         <usage base> <lease payload (0 = none)> <descriptor (0 = none)> <idempotency key index (0 = none)>
-        <dry run 0|1> <lease ttl ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
+        <dry run 0|1> <lease ttl ms> <max wait ms> <unit count> (<unit name> <cost>)* <limit count>
+        (<definition number> <cost>)*
+        max wait: the item's max_wait_ms, what it accepts to wait on a leaky bucket (a shaper)
     then, when the store logs (LogSettings; absent = nothing logged, the numbers end after the items):
         <log count> (<item number> <limit position> <stream key index> <label> <audit 0|1>)*
         <instance> <maxlen>
@@ -186,8 +188,9 @@ class CheckArgs:
         numbers = pack(len(self.described), self._item_count, *definitions, *items, *log)
         return [now, ATOMIC if atomic else INDEPENDENT, index_base, numbers, *self._strings]
 
-    def _item_head(self, plan: ItemPlan) -> tuple[int, int, int, int, int, int, int]:
-        """<usage base> <lease member> <descriptor> <idempotency key index> <dry run> <lease ttl> <unit count>."""
+    def _item_head(self, plan: ItemPlan) -> tuple[int, int, int, int, int, int, int, int]:
+        """<usage base> <lease member> <descriptor> <idempotency key index> <dry run> <lease ttl> <max wait>
+        <unit count>."""
         dry_run = plan.item.dry_run
         idempotency = 0 if plan.idem_key is None else self._key_index((plan.idem_key,))
         usage = self._string_indexes.get(plan.usage_base) or self._shared_string(plan.usage_base)
@@ -195,7 +198,7 @@ class CheckArgs:
         if plan.lease is not None:
             lease, ttl = self._string(plan.lease_payload()), plan.lease[1]
         descriptor = self._string(item_descriptor(plan)) if idempotency else 0
-        return usage, lease, descriptor, idempotency, 1 if dry_run else 0, ttl, len(plan.costs)
+        return usage, lease, descriptor, idempotency, 1 if dry_run else 0, ttl, plan.item.max_wait_ms, len(plan.costs)
 
     def _define(self, limit: LimitPlan, item: CheckItem) -> int:
         """Append the definition of a new counter (see the module docstring); its number."""

@@ -11,8 +11,11 @@
    that maximum is exactly the earliest time all admit.
 3. An admitted, non-dry item consumes on every limit that admitted it (shadow limits that would
    reject consume nothing; the leased limit always holds its lease, and so do the item's session_time limits).
+   A leaky bucket (a shaper) admits what fits within the item's max_wait_ms (a shadow one: what fits now); an
+   admitted item's delay_ms is the largest wait among its enforced shapers (reference/leaky_bucket.py).
 4. Atomic batches: if any item is rejected, nothing is consumed and every item is rejected with the
-   batch's retry_after: per key, the most the batch needs at once, evaluated on the stored state.
+   batch's retry_after: per key, the most the batch needs at once, evaluated on the stored state (a shaper's
+   need is an item's cumulative cost less what its own wait may drain: leaky_bucket.need).
 5. Usage: allowed (+ costs, + shadow_denied when a shadow limit was over, + what it spent on each durable
    counter) or denied, per item, except dry runs and replays. The first decision of each request id is
    remembered.
@@ -26,11 +29,12 @@ from typing import Any
 
 from apps.engine.decision_log import LogEntry
 from apps.engine.durability import record_bucket, record_field
+from apps.engine.reference import leaky_bucket
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.logbook import decisions_logged, item_entries
 from apps.engine.store.plan import ItemPlan, LimitPlan
-from apps.engine.types import CONCURRENCY, SESSION_TIME, Decision, IdempotencyKeyReused, LimitResult
+from apps.engine.types import CONCURRENCY, LEAKY_BUCKET, SESSION_TIME, Decision, IdempotencyKeyReused, LimitResult
 
 Report = tuple[int, int]
 
@@ -74,6 +78,7 @@ class _Verdict:
     over: list[bool]
     before: list[Report]
     after: list[Report] | None
+    delay: int = 0
 
 
 def _consumes(plan: ItemPlan, index: int, limit: LimitPlan) -> bool:
@@ -102,11 +107,7 @@ class _Batch:
         states, params, oks, retries = [], [], [], []
         for index, limit in enumerate(plan.limits):
             state, limit_params = self.state(limit.keys[0]), limit.params(now)
-            ok, retry = (
-                (True, 0)
-                if limit.cost == 0
-                else ALGORITHMS[limit.spec.algorithm].model.evaluate(state, limit_params, now, limit.cost)
-            )
+            ok, retry = (True, 0) if limit.cost == 0 else self._evaluate(plan, limit, state, limit_params)
             states.append(state)
             params.append(limit_params)
             oks.append(ok)
@@ -118,9 +119,25 @@ class _Batch:
         verdict.before = [
             self._report(p.spec.algorithm, s, q) for p, s, q in zip(plan.limits, states, params, strict=False)
         ]
+        if verdict.allowed:
+            verdict.delay = max(self._delays(plan, states, params), default=0)
         if verdict.allowed and not plan.item.dry_run:
             verdict.after = [self._apply(plan, i, states[i], params[i], oks[i]) for i in range(len(plan.limits))]
         return verdict
+
+    def _evaluate(self, plan: ItemPlan, limit: LimitPlan, state: Any, params: Params) -> tuple[bool, int | None]:
+        if limit.spec.algorithm != LEAKY_BUCKET:
+            return ALGORITHMS[limit.spec.algorithm].model.evaluate(state, params, self.now, limit.cost)
+        wait = 0 if limit.spec.shadow else plan.item.max_wait_ms
+        return leaky_bucket.evaluate(state, params, self.now, limit.cost, wait)
+
+    def _delays(self, plan: ItemPlan, states: list[Any], params: list[Params]) -> list[int]:
+        """The waits of an admitted item's enforced shapers (0 when it fits now)."""
+        return [
+            leaky_bucket.delay(state, limit_params, self.now, limit.cost)
+            for limit, state, limit_params in zip(plan.limits, states, params, strict=True)
+            if limit.spec.algorithm == LEAKY_BUCKET and not limit.spec.shadow and limit.cost > 0
+        ]
 
     def _report(self, algorithm: str, state: Any, params: Params) -> Report:
         return ALGORITHMS[algorithm].model.report(state, params, self.now)
@@ -148,8 +165,11 @@ class _Batch:
     def _need(self, plan: ItemPlan, index: int, limit: LimitPlan, params: Params) -> None:
         if limit.spec.shadow or limit.cost == 0:
             return
-        entry = self.needs.setdefault(limit.keys[0], [limit, params, 0, 0])
-        entry[3] = max(entry[3], entry[2] + limit.cost)
+        entry = self.needs.setdefault(limit.keys[0], [limit, params, 0, None])
+        need = entry[2] + limit.cost
+        if limit.spec.algorithm == LEAKY_BUCKET:
+            need = leaky_bucket.need(params, need, limit.cost, plan.item.max_wait_ms)
+        entry[3] = need if entry[3] is None else max(entry[3], need)
         if _consumes(plan, index, limit):
             entry[2] += limit.cost
 
@@ -157,7 +177,10 @@ class _Batch:
         """The earliest delay after which every item of the batch would be admitted together."""
         latest = 0
         for key, (limit, params, _, need) in self.needs.items():
-            ok, retry = ALGORITHMS[limit.spec.algorithm].model.evaluate(self.read_state(key), params, self.now, need)
+            if limit.spec.algorithm == LEAKY_BUCKET:
+                retry = leaky_bucket.batch_retry(self.read_state(key), params, self.now, need)
+            else:
+                _, retry = ALGORITHMS[limit.spec.algorithm].model.evaluate(self.read_state(key), params, self.now, need)
             if retry is None:
                 return None
             latest = max(latest, retry)
@@ -172,7 +195,7 @@ def _decision(verdict: _Verdict, allowed: bool, retry: int | None) -> Decision:
             (limit.spec for limit in verdict.plan.limits), reports, verdict.over, strict=True
         )
     )
-    return Decision(allowed, retry, results)
+    return Decision(allowed, retry, results, delay_ms=verdict.delay if allowed else 0)
 
 
 def _count_usage(effects: Effects, verdict: _Verdict, allowed: bool) -> None:

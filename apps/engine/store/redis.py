@@ -264,15 +264,18 @@ def _decision(plan: ItemPlan, row: list[Any]) -> Decision:
     """The Decision of `plan` from its row of check.lua's answer (see its header)."""
     if row[0] == -1:
         return _replayed(_text(row[1])).decision
-    results = []
-    n = 4
-    for limit in plan.limits:
-        s = limit.spec
-        results.append(
-            LimitResult(s.name, s.algorithm, s.unit, s.quantity, row[n + 1], row[n + 2], s.shadow, row[n] == 1)
-        )
-        n += 3
-    return Decision(row[0] == 1, None if row[1] == -1 else row[1], tuple(results), row[2] == 1)
+    results = tuple(
+        LimitResult(s.name, s.algorithm, s.unit, s.quantity, row[n + 1], row[n + 2], s.shadow, row[n] == 1)
+        for s, n in zip((limit.spec for limit in plan.limits), range(4, len(row), 3), strict=True)
+    )
+    return _row_decision(row, results, row[2] == 1)
+
+
+def _row_decision(row: list[Any], results: tuple[LimitResult, ...], replayed: bool) -> Decision:
+    """row[1] is the retry (-1 = never) of a refused check, the delay of an admitted one (check.lua)."""
+    if row[0] == 1:
+        return Decision(True, 0, results, replayed, row[1])
+    return Decision(False, None if row[1] == -1 else row[1], results, replayed)
 
 
 def _outcome(plan: ItemPlan, row: list[Any]) -> Outcome:
@@ -292,5 +295,4 @@ def _replayed(blob: str) -> Outcome:
         LimitResult(name, algorithm, unit, limit, row[n + 1], row[n + 2], shadow, row[n] == 1)
         for (name, algorithm, unit, limit, shadow), n in zip(json.loads(described), range(4, len(row), 3), strict=True)
     )
-    decision = Decision(row[0] == 1, None if row[1] == -1 else row[1], results, True)
-    return Outcome(decision, lease_id or None, row[3])
+    return Outcome(_row_decision(row, results, True), lease_id or None, row[3])

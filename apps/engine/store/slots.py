@@ -62,15 +62,17 @@ def as_dry_run(part: ItemPlan) -> ItemPlan:
 def merged_row(plan: ItemPlan, parts: Sequence[tuple[ItemPlan, list[Any]]], refused: bool) -> list[Any]:
     """check.lua's row for the whole plan from the rows of its parts (see its header)."""
     triples: dict[int, tuple[Any, Any, Any]] = {}
-    retry, lease_expiry = 0, 0
+    retry, delay, lease_expiry = 0, 0, 0
     for part, row in parts:
         for n, limit in enumerate(part.limits):
             triples[id(limit)] = (row[4 + 3 * n], row[5 + 3 * n], row[6 + 3 * n])
         if row[0] == 0:
             retry = -1 if row[1] == -1 or retry == -1 else max(retry, row[1])
+        else:  # an admitted part's row[1] is its shapers' delay
+            delay = max(delay, row[1])
         lease_expiry = max(lease_expiry, row[3])
     allowed = 0 if refused or any(row[0] == 0 for _, row in parts) else 1
-    row = [allowed, retry if not allowed else 0, 0, lease_expiry if allowed else 0]
+    row = [allowed, delay if allowed else retry, 0, lease_expiry if allowed else 0]
     for limit in plan.limits:
         row.extend(triples[id(limit)])
     return row

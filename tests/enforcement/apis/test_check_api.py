@@ -13,7 +13,7 @@ from tests.support.redis_monitor import commands_sent_during
 
 pytestmark = pytest.mark.django_db
 
-DECISION_FIELDS = {"allowed", "code", "retry_after_ms", "degraded", "message", "warnings", "limits"}
+DECISION_FIELDS = {"allowed", "code", "retry_after_ms", "delay_ms", "degraded", "message", "warnings", "limits"}
 LIMIT_FIELDS = {"name", "algorithm", "unit", "limit", "remaining", "reset_ms", "shadow", "over", "mode"}
 
 
