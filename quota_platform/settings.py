@@ -278,6 +278,13 @@ QUOTA_AUTHZ_IP_HEADER = env.str("QUOTA_AUTHZ_IP_HEADER", default="X-Real-IP")
 QUOTA_AUTHZ_UNMATCHED = _one_of("QUOTA_AUTHZ_UNMATCHED", "allow", ("allow", "deny"))
 QUOTA_AUTHZ_ROUTES = env.str("QUOTA_AUTHZ_ROUTES", default="[]")
 
+# Alerts (apps/alerts): webhook receivers on private or loopback addresses or plain http:// only when true (tests,
+# a trusted LAN); seconds one webhook attempt may take. Email goes through EMAIL_URL (smtp+tls://user:pass@host:587).
+QUOTA_ALERTS_WEBHOOK_ALLOW_PRIVATE = env.bool("QUOTA_ALERTS_WEBHOOK_ALLOW_PRIVATE", default=False)
+QUOTA_ALERTS_WEBHOOK_TIMEOUT_S = env.float("QUOTA_ALERTS_WEBHOOK_TIMEOUT_S", default=5.0)
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = SERVER_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="quota-platform@localhost")
+
 # ---- Logging -------------------------------------------------------------------------------------
 LOGGING = {
     "version": 1,

@@ -9,6 +9,7 @@ from django.db.models import Model
 from django.test import Client
 from django.urls import reverse
 
+from apps.alerts.models import AlertEvent, AlertRule, JobOutcome
 from apps.apikeys.models import ApiKey, Service
 from apps.customers.models import Customer, Plan
 from apps.history.models import ChangeEvent
@@ -17,6 +18,7 @@ from apps.quality.models import AuditRun, DecisionEvent, LogCheck
 from apps.reports.models import ExportJob
 from apps.toggles.models import FeatureToggle
 from apps.usage.models import QuarantinedUsage, UsageDay, UsageHour, UsageMinute
+from tests.alerts.factories import AlertEventFactory, AlertRuleFactory, JobOutcomeFactory
 from tests.apikeys.factories import ApiKeyFactory, ServiceFactory
 from tests.customers.factories import CustomerFactory, PlanFactory
 from tests.history.factories import ChangeEventFactory
@@ -46,6 +48,9 @@ FACTORY_BY_MODEL: dict[type[Model], Any] = {
     DecisionEvent: DecisionEventFactory,
     AuditRun: AuditRunFactory,
     LogCheck: LogCheckFactory,
+    AlertRule: AlertRuleFactory,
+    AlertEvent: AlertEventFactory,
+    JobOutcome: JobOutcomeFactory,
 }
 
 
@@ -58,6 +63,7 @@ def _service_with_operations() -> Service:
 # Objects with every optional relation filled in, so a changelist that follows one lazily shows it.
 FULL_SAMPLE_BY_MODEL: dict[type[Model], Callable[[], Model]] = {
     **FACTORY_BY_MODEL,
+    AlertRule: lambda: AlertRuleFactory(customer=CustomerFactory(), limit=LimitFactory(), operation=OperationFactory()),
     Customer: lambda: CustomerFactory(plan=PlanFactory()),
     Limit: lambda: LimitFactory(plan=PlanFactory()),
     AccessRule: lambda: AccessRuleFactory(
