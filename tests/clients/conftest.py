@@ -26,6 +26,7 @@ operations:
   - {name: ReadItems}
   - {name: OncePerSecond}
   - {name: LocalHot}
+  - {name: Shaped}
 customers:
   - {id: tenant-1}
   - {id: blocked-1}
@@ -42,6 +43,7 @@ limits:
      key_by: [customer]}
   - {name: local-hot, operation: LocalHot, algorithm: fixed_window, limit: 50, period: hour, key_by: [customer],
      sync_ms: 100}
+  - {name: shaped, operation: Shaped, algorithm: leaky_bucket, limit: 5, period: second, burst: 1, key_by: [customer]}
 access_rules:
   - {action: deny, customer: blocked-1, reason: SDK tests}
 services:
