@@ -119,7 +119,11 @@ def usage_flush(
         quarantined=len(quarantined),
         quarantined_keys=tuple(key_shown(key) for key in quarantined[:KEYS_SHOWN]),
     )
-    logger.info("usage flush: %s", report.summary)
+    if report.minutes or report.already_flushed or report.lost_race or report.quarantined:
+        logger.info("usage flush: %s", report.summary)
+    else:
+        # Every minute, on an idle platform: not worth a line at INFO.
+        logger.debug("usage flush: nothing to flush")
     return report
 
 
