@@ -72,7 +72,8 @@ def purge_expired(*, now: dt.datetime | None = None) -> PurgeReport:
     database failure policy's windows, request ids and heartbeats (apps/enforcement)."""
     now = now or timezone.now()
     report = PurgeReport(**usage_purge(now=now), **limits_purge_expired(now=now), **fallback_purge(now=now))
-    logger.info("purge: %s", report.summary)
+    purged = any(dataclasses.astuple(report))  # nothing purged: debug, so an idle platform is quiet at info
+    (logger.info if purged else logger.debug)("purge: %s", report.summary)
     return report
 
 

@@ -82,7 +82,8 @@ def decision_log_drain(
         except Exception as error:  # noqa: BLE001 - a failed stream must not stop the others
             logger.warning("decision log drain: stream %s left for the next run: %s", stream, error)
             report.failed_streams.append(stream)
-    logger.info("decision log drain: %s", report.summary)
+    busy = report.read or report.failed_streams  # an idle drain (every minute) stays at debug
+    (logger.info if busy else logger.debug)("decision log drain: %s", report.summary)
     return report
 
 

@@ -71,7 +71,8 @@ def usage_rollup(*, batch_minutes: int = ROLLUP_BATCH_MINUTES) -> RollupReport:
     _marks_delete(marks)
     pending = claims.count() + RollupMark.objects.count()
     report = RollupReport(minutes=len(minutes), hours=len(hours), days=len(days), pending=pending, marked=len(marks))
-    logger.info("usage rollup: %s", report.summary)
+    # At debug when there was nothing to roll up: an idle platform logs nothing at info every few minutes.
+    (logger.info if report.minutes or report.marked else logger.debug)("usage rollup: %s", report.summary)
     return report
 
 
