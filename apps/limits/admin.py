@@ -1,17 +1,23 @@
 """Admin for operations, limits, overrides and access rules: the configuration operators edit most.
 
 Saving goes through the model forms, so every Model.clean() rule runs and its errors land on the
-field they name. The admin site's titles are set here too.
+field they name. The limit editor's form is in admin_forms.py (key_by choices, match rows, fields hidden per
+algorithm by static/limits/limit_editor.js); the YAML import/export pages in admin_yaml.py. The admin site's
+titles are set here too.
 """
 
-from django import forms
+from typing import Any
+
 from django.contrib import admin
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.http import HttpRequest
+from django.urls import URLPattern, path
 from django.utils import timezone
 from django.utils.text import Truncator
 
 from apps.history.admin import HistoryAdminMixin
+from apps.limits.admin_forms import LimitAdminForm, OverrideAdminForm
+from apps.limits.admin_yaml import yaml_export_view, yaml_import_view
 from apps.limits.models import AccessRule, Limit, Operation, Override
 from apps.limits.summaries import limit_summary
 
@@ -42,30 +48,6 @@ class OperationAdmin(HistoryAdminMixin, admin.ModelAdmin):
         return operation.limit_total  # type: ignore[attr-defined]
 
 
-class LimitAdminForm(forms.ModelForm):
-    class Meta:
-        help_texts = {
-            "name": "A unique name; import_limits and export_limits find the limit by it.",
-            "operation": "The operation this limit counts.",
-            "plan": "Empty: every customer. Otherwise only customers on this plan.",
-            "algorithm": "Calendar counts per day, week or month in the customer's time zone; the others count "
-            "over period seconds. Token and leaky buckets admit bursts up to their burst; concurrency counts "
-            "leases held at once; session time counts the seconds leases are held per period (unit: seconds), "
-            "refusing to acquire or renew a lease once they are spent.",
-            "key_by": 'A JSON list, e.g. ["customer", "resource"] or ["ip"] or ["customer", "attr:stream"]. '
-            "[] = one global counter.",
-            "match": 'A JSON object of attribute name → value, e.g. {"ScalingType": "UniformScaling"}. '
-            "{} = every check.",
-            "mode": "Shadow counts and reports would-be rejections but never rejects; disabled skips the limit.",
-            "on_store_failure": "What to do when Redis cannot be reached.",
-        }
-        widgets = {
-            "description": forms.Textarea(attrs={"rows": 2}),
-            "key_by": forms.Textarea(attrs={"rows": 1}),
-            "match": forms.Textarea(attrs={"rows": 2}),
-        }
-
-
 @admin.register(Limit)
 class LimitAdmin(HistoryAdminMixin, admin.ModelAdmin):
     form = LimitAdminForm
@@ -88,14 +70,28 @@ class LimitAdmin(HistoryAdminMixin, admin.ModelAdmin):
             {
                 "fields": ("algorithm", "quantity", "unit", "period_seconds", "calendar_period", "burst"),
                 "description": "A calendar limit takes a calendar period and no seconds; every other algorithm "
-                "takes period seconds (for concurrency: the longest a lease lives). Burst is only for token and "
-                "leaky buckets.",
+                "takes a period in seconds (for concurrency: the longest a lease lives). Burst is only for token "
+                "and leaky buckets. The fields the chosen algorithm does not use are hidden.",
             },
         ),
         ("Keying and matching", {"fields": ("key_by", "match")}),
         ("Behaviour", {"fields": ("mode", "on_store_failure", "sync_ms", "audit")}),
         ("History", {"fields": ("created_at", "updated_at"), "classes": ("collapse",)}),
     )
+
+    class Media:
+        js = ("limits/limit_editor.js",)
+        css = {"all": ("limits/limit_editor.css",)}
+
+    def get_urls(self) -> list[URLPattern]:
+        def wrap(view: Any) -> Any:
+            return self.admin_site.admin_view(lambda request: view(request, self))
+
+        return [
+            path("yaml/import/", wrap(yaml_import_view), name="limits_limit_yaml_import"),
+            path("yaml/export/", wrap(yaml_export_view), name="limits_limit_yaml_export"),
+            *super().get_urls(),
+        ]
 
     @admin.display(description="summary")
     def summary(self, limit: Limit) -> str:
@@ -127,6 +123,7 @@ def in_force_now() -> ExpressionWrapper:
 
 @admin.register(Override)
 class OverrideAdmin(HistoryAdminMixin, admin.ModelAdmin):
+    form = OverrideAdminForm
     list_display = ("customer", "limit", "resource", "amount", "starts", "ends", "in_force", "reason_preview")
     list_filter = (InForceFilter, "unlimited", ("limit", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("customer", "limit")
@@ -209,6 +206,7 @@ class OverrideInline(admin.TabularInline):
     """A customer's overrides on its page (apps/customers/admin.py)."""
 
     model = Override
+    form = OverrideAdminForm
     fields = ("limit", "resource", "quantity", "burst", "unlimited", "starts", "ends", "match", "reason")
     autocomplete_fields = ("limit",)
     extra = 0

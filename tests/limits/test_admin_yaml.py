@@ -1,0 +1,137 @@
+"""The admin's YAML import (upload → dry-run diff → apply in one transaction) and export, through the admin."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from apps.history.models import ChangeEvent
+from apps.limits.config_io import config_export, config_yaml_dump
+from apps.limits.models import Limit, Operation
+from tests.limits.factories import LimitFactory, OperationFactory
+from tests.support.browser import staff_user_create
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "a-test-password"  # noqa: S105 - a throwaway test account
+IMPORT_URL = reverse("admin:limits_limit_yaml_import")
+EXPORT_URL = reverse("admin:limits_limit_yaml_export")
+
+FILE = """
+operations: [{name: ListStreams}]
+limits:
+  - {name: streams, operation: ListStreams, algorithm: fixed_window, limit: 20, period: minute, key_by: [customer]}
+"""
+
+
+def upload(client, text: str, *, prune: bool = False):
+    data = {"file": SimpleUploadedFile("limits.yaml", text.encode(), content_type="application/yaml")}
+    if prune:
+        data["prune"] = "on"
+    return client.post(IMPORT_URL, data)
+
+
+def apply(client, preview_response):
+    form = preview_response.context["apply_form"]
+    return client.post(IMPORT_URL, {name: form.initial[name] for name in ("text", "prune", "fingerprint")})
+
+
+def test_an_upload_shows_the_diff_and_writes_nothing(admin_client) -> None:
+    LimitFactory(name="streams", operation=OperationFactory(name="ListStreams"), quantity=10, key_by=["customer"])
+
+    response = upload(admin_client, FILE)
+
+    assert response.status_code == 200
+    assert "limits: 0 created, 1 updated, 0 deleted" in response.context["lines"]
+    assert any("updated streams" in line and "limit 10 → 20" in line for line in response.context["lines"])
+    assert "Apply these changes" in response.content.decode()
+    assert Limit.objects.get(name="streams").quantity == 10
+    assert not ChangeEvent.objects.filter(via__contains="config import").exists()
+
+
+def test_applying_the_preview_writes_it_in_one_go_with_history(admin_client, admin_user) -> None:
+    preview = upload(admin_client, FILE)
+
+    response = apply(admin_client, preview)
+
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:limits_limit_changelist")
+    assert Limit.objects.get(name="streams").quantity == 20
+    events = ChangeEvent.objects.filter(via__contains="config import")
+    assert {event.actor for event in events} == {admin_user.username}
+    assert {event.object_repr for event in events} == {"ListStreams", "streams"}
+
+
+def test_a_change_made_after_the_preview_stops_the_apply_and_shows_the_new_diff(admin_client) -> None:
+    preview = upload(admin_client, FILE)
+    OperationFactory(name="ListStreams", description="written by someone else meanwhile")
+
+    response = apply(admin_client, preview)
+
+    assert response.status_code == 200
+    assert response.context["stale"] is True
+    assert "operations: 0 created, 1 updated, 0 deleted" in response.context["lines"]
+    assert not Limit.objects.exists()
+
+
+def test_an_invalid_file_lists_every_problem_and_offers_no_apply(admin_client) -> None:
+    text = FILE.replace("limit: 20", "limit: 0") + (
+        "  - {name: other, operation: ListStreams, algorithm: fixed_window, limit: -3, period: minute}\n"
+    )
+
+    response = upload(admin_client, text)
+
+    errors = response.context["preview"].errors
+    assert response.context["apply_form"] is None
+    assert any("streams" in error and "limit" in error for error in errors), errors
+    assert any("other" in error and "limit" in error for error in errors), errors
+    assert not Operation.objects.exists()
+
+
+def test_a_file_that_is_not_yaml_or_not_utf8_is_refused_in_words(admin_client) -> None:
+    assert "not valid YAML: line 1" in upload(admin_client, "limits: [").context["preview"].errors[0]
+    data = {"file": SimpleUploadedFile("x.yaml", "名前".encode("utf-16"))}
+    assert admin_client.post(IMPORT_URL, data).context["preview"].errors == ["the file is not UTF-8 text"]
+
+
+def test_export_downloads_the_configuration_that_imports_as_no_change(admin_client) -> None:
+    LimitFactory(name="streams", operation=OperationFactory(name="ListStreams"))
+
+    response = admin_client.get(EXPORT_URL)
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/yaml")
+    assert response["Content-Disposition"].startswith('attachment; filename="limits-')
+    text = response.content.decode()
+    assert text == config_yaml_dump(config_export())
+    assert yaml.safe_load(text)["limits"][0]["name"] == "streams"
+    preview = upload(admin_client, text)
+    assert preview.context["preview"].report.changed is False
+    assert "This file changes nothing" in preview.content.decode()
+
+
+def test_only_operators_may_import_and_analysts_may_not_export(client) -> None:
+    from django.contrib.auth.models import Group
+
+    operator = staff_user_create("oper", PASSWORD)
+    operator.groups.add(Group.objects.get(name="Operators"))
+    analyst = staff_user_create("ana", PASSWORD)
+    analyst.groups.add(Group.objects.get(name="Analysts"))
+    reader = staff_user_create("reader", PASSWORD)
+    reader.groups.add(Group.objects.get(name="Read-only"))
+
+    statuses = {}
+    for user in (operator, analyst, reader):
+        client.force_login(user)
+        statuses[user.username] = (client.get(IMPORT_URL).status_code, client.get(EXPORT_URL).status_code)
+        client.logout()
+
+    assert statuses == {"oper": (200, 200), "ana": (403, 403), "reader": (403, 200)}
+
+
+def test_the_limit_list_links_to_the_import_and_the_export(admin_client) -> None:
+    page = admin_client.get(reverse("admin:limits_limit_changelist")).content.decode()
+    assert f'href="{IMPORT_URL}"' in page
+    assert f'href="{EXPORT_URL}"' in page
