@@ -1,5 +1,9 @@
 """The operators' dashboard on the admin index: who is throttled, who is close to a limit, and whether the
-platform itself is healthy (Redis, PostgreSQL, degraded decisions, config snapshot, beat jobs).
+platform itself is healthy (Redis, the database in use, degraded decisions, config snapshot, beat jobs).
+
+A beat job's last run is the job's own record (apps.alerts JobOutcome, written by every run as it ends), not
+django-celery-beat's `last_run_at`, which beat writes back only every few minutes and which says when a run was
+sent, not whether it ran.
 
 Each panel is built on its own: one that fails (Redis down, say) shows a sentence, the others still show.
 """
@@ -15,13 +19,14 @@ from typing import TypeVar
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from apps.alerts.models import JobOutcome
 from apps.common.metrics import metrics_registry
 from apps.enforcement.inspection import customers_limit_states
 from apps.enforcement.models import FallbackCounter
 from apps.limits.models import ConfigVersion
 from apps.limits.snapshot_holder import config_snapshot_state
 from apps.ops.jobs import JOBS
-from apps.ops.readiness import database_check, redis_check
+from apps.ops.readiness import database_check, database_name, redis_check
 from apps.usage.models import FlushedMinute
 from apps.usage.selectors import CustomerTotals, usage_busiest_customers, usage_most_throttled
 
@@ -82,8 +87,10 @@ class JobStatus:
     cron: str
     scheduled: bool
     enabled: bool
-    last_run_at: dt.datetime | None
-    runs: int
+    last_run_at: dt.datetime | None  # when the job last ran (succeeded or failed), from its own record
+    failures_in_a_row: int
+    last_error: str
+    last_sent_at: dt.datetime | None  # what beat's row says (written back every few minutes)
 
 
 @dataclass
@@ -130,7 +137,7 @@ def degraded_decisions() -> Degraded:
 
 def service_statuses() -> list[ServiceStatus]:
     statuses = []
-    for name, check in (("PostgreSQL", database_check), ("Redis", redis_check)):
+    for name, check in ((database_name(), database_check), ("Redis", redis_check)):
         result = check()
         if not result["ok"]:
             detail = result.get("error", "not answering")
@@ -158,9 +165,10 @@ def config_status() -> ConfigStatus:
 
 def job_statuses() -> list[JobStatus]:
     tasks = {task.name: task for task in PeriodicTask.objects.filter(name__in=list(JOBS))}
+    outcomes = {outcome.name: outcome for outcome in JobOutcome.objects.filter(name__in=list(JOBS))}
     statuses = []
     for job in JOBS.values():
-        task = tasks.get(job.name)
+        task, outcome = tasks.get(job.name), outcomes.get(job.name)
         statuses.append(
             JobStatus(
                 name=job.name,
@@ -168,8 +176,10 @@ def job_statuses() -> list[JobStatus]:
                 cron=job.cron,
                 scheduled=task is not None,
                 enabled=bool(task and task.enabled),
-                last_run_at=task.last_run_at if task else None,
-                runs=task.total_run_count if task else 0,
+                last_run_at=outcome.last_run_at if outcome else None,
+                failures_in_a_row=outcome.failures_in_a_row if outcome else 0,
+                last_error=outcome.last_error if outcome else "",
+                last_sent_at=task.last_run_at if task else None,
             )
         )
     return statuses

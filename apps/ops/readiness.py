@@ -1,4 +1,6 @@
-"""Readiness: may this process take traffic? PostgreSQL, the counter store, and the config snapshot.
+"""Readiness: may this process take traffic? The database, the counter store, and the config snapshot.
+
+The database check names the database in use (PostgreSQL in production, SQLite in the embedded default).
 
 Every check reports in the body and never raises, so /readyz answers 503 with a reason rather
 than a 500 page. The probes use short timeouts and no retries: a load balancer asks often and
@@ -56,18 +58,26 @@ def _redis_probe_client(url: str) -> redis.Redis:
     )
 
 
+def database_name() -> str:
+    """The database in use as people call it: PostgreSQL, SQLite, … (no query)."""
+    return str(database_connection().display_name)
+
+
 def database_check() -> Check:
     db = database_connection()
     started = time.perf_counter()
+    engine = str(db.display_name)
     try:
         # SELECT 1 waits on no lock, so a statement timeout would add round trips for nothing;
         # how long connecting may take is the database's connect_timeout option.
         with db.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
+        version = ".".join(str(part) for part in db.get_database_version())
     except DatabaseError as error:
-        return {"ok": False, "ms": _ms_since(started), "error": f"The database did not answer: {_one_line(error)}"}
-    return {"ok": True, "ms": _ms_since(started)}
+        error_text = f"{engine} did not answer: {_one_line(error)}"
+        return {"ok": False, "engine": engine, "ms": _ms_since(started), "error": error_text}
+    return {"ok": True, "engine": engine, "version": version, "ms": _ms_since(started)}
 
 
 def redis_check() -> Check:
@@ -153,16 +163,16 @@ def config_check() -> Check:
 
 
 def readiness_report() -> tuple[str, dict[str, Check]]:
-    """The overall status (ok, degraded, fail) and each check. Fail when PostgreSQL, Redis or the counters'
+    """The overall status (ok, degraded, fail) and each check. Fail when the database, Redis or the counters'
     Redis (COUNTERS_REDIS_URL, checked when it is another server) is unreachable or a cluster misses slots."""
     checks = {
-        "postgres": _guarded("postgres", database_check),
+        "database": _guarded("database", database_check),
         "redis": _guarded("redis", redis_check),
         "config": _guarded("config", config_check),
     }
     if settings.COUNTERS_REDIS_URL and settings.COUNTERS_REDIS_URL != settings.REDIS_URL:
         checks["counters"] = _guarded("counters", counters_check)
-    if not (checks["postgres"]["ok"] and checks["redis"]["ok"] and checks.get("counters", {"ok": True})["ok"]):
+    if not (checks["database"]["ok"] and checks["redis"]["ok"] and checks.get("counters", {"ok": True})["ok"]):
         return FAIL, checks
     if any("warning" in check or check.get("ok") is False for check in checks.values()):
         return DEGRADED, checks

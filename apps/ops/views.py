@@ -1,4 +1,4 @@
-"""Plain Django views for probes and scrapes: no DRF, no sessions, no database on /healthz.
+"""Plain Django views for the front page, probes and scrapes: no DRF, no sessions, no database on / and /healthz.
 
 These paths are meant for load balancers and Prometheus inside the network. /metrics reveals
 operation names and traffic volumes: expose it only internally (firewall, or a proxy that does
@@ -11,11 +11,18 @@ import hmac
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from apps.common.metrics import metrics_exposition
 from apps.ops.readiness import FAIL, readiness_report
+
+
+@require_GET
+def landing(request: HttpRequest) -> HttpResponse:
+    """The front page, where the admin's "View site" leads: links to the admin, the API docs and the probes."""
+    return render(request, "ops/landing.html")
 
 
 @require_GET
@@ -26,7 +33,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
-    """Readiness: 200 when PostgreSQL and the counter store answer (ok, or degraded with warnings), else 503."""
+    """Readiness: 200 when the database and the counter store answer (ok, or degraded with warnings), else 503."""
     status, checks = readiness_report()
     return JsonResponse({"status": status, "checks": checks}, status=503 if status == FAIL else 200)
 

@@ -11,7 +11,7 @@ from apps.common.metrics import decision_counted
 from apps.console import dashboard
 from apps.console.dashboard import dashboard_build
 from apps.limits.snapshot import config_version_bump
-from apps.ops.jobs import JOBS, periodic_tasks_setup
+from apps.ops.jobs import JOBS, job_run, periodic_tasks_setup
 from apps.usage.models import UsageHour, UsageMinute
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory, OperationFactory
@@ -59,7 +59,8 @@ def test_customers_above_80_percent_of_a_limit_are_listed_fullest_first(engine, 
 
 def test_platform_status_config_version_and_jobs_are_reported(engine) -> None:
     periodic_tasks_setup()
-    PeriodicTask.objects.filter(name="flush_usage").update(last_run_at=timezone.now(), total_run_count=7)
+    sent = timezone.now() - dt.timedelta(minutes=3)
+    PeriodicTask.objects.filter(name="flush_usage").update(last_run_at=sent, total_run_count=7)
     config_version_bump()
 
     board = dashboard_build()
@@ -68,8 +69,25 @@ def test_platform_status_config_version_and_jobs_are_reported(engine) -> None:
     assert board.config.version >= 1
     jobs = {job.name: job for job in board.jobs}
     assert set(jobs) == set(JOBS)
-    assert (jobs["flush_usage"].runs, jobs["rollup_usage"].last_run_at) == (7, None)
+    assert (jobs["flush_usage"].last_sent_at, jobs["flush_usage"].last_run_at) == (sent, None)
     assert all(job.scheduled and job.enabled for job in jobs.values())
+
+
+def test_a_job_shows_its_real_last_run_as_soon_as_it_ran_not_when_beat_writes_back(admin_client, engine) -> None:
+    periodic_tasks_setup()  # beat has sent nothing yet: its rows say never
+    before = timezone.now()
+
+    job_run("rollup_usage")
+    board = dashboard_build()
+    page = admin_client.get("/admin/").content.decode()
+
+    jobs = {job.name: job for job in board.jobs}
+    assert jobs["rollup_usage"].last_run_at >= before
+    assert jobs["rollup_usage"].last_sent_at is None
+    assert (jobs["rollup_usage"].failures_in_a_row, jobs["flush_usage"].last_run_at) == (0, None)
+    row = page[page.index('<tr data-job="rollup_usage">') :].split("</tr>")[0]
+    assert "0\xa0minutes ago" in row
+    assert '<span class="status-ok">ok</span>' in row
 
 
 def test_degraded_decisions_are_counted_by_operation(engine) -> None:
@@ -90,6 +108,26 @@ def test_the_index_shows_the_dashboard_with_a_chart_and_a_never_run_job(admin_cl
     assert 'data-label="acct-9" data-value="3"' in page
     assert "not scheduled: run manage.py setup_periodic_tasks" in page
     assert "PostgreSQL: up" in page
+
+
+def test_the_platform_panel_names_the_database_in_use(admin_client, engine, monkeypatch, tmp_path) -> None:
+    from django.db import connections
+    from django.db.backends.sqlite3.base import DatabaseWrapper
+
+    from apps.ops import readiness
+
+    settings_dict = {**connections["default"].settings_dict, "ENGINE": "django.db.backends.sqlite3", "OPTIONS": {}}
+    sqlite = DatabaseWrapper({**settings_dict, "NAME": str(tmp_path / "db.sqlite3")}, alias="dashboard-sqlite")
+    monkeypatch.setattr(readiness, "database_connection", lambda: sqlite)
+
+    try:
+        page = admin_client.get("/admin/").content.decode()
+    finally:
+        sqlite.close()
+
+    panel = page[page.index('id="platform-status"') :].split("</section>")[0]
+    assert "SQLite: up" in panel
+    assert "PostgreSQL" not in panel
 
 
 def test_a_panel_that_fails_says_so_and_the_others_still_show(admin_client, engine, monkeypatch) -> None:

@@ -1,8 +1,10 @@
-"""GET /readyz: PostgreSQL and the counter store decide 200 or 503; risky settings show as warnings."""
+"""GET /readyz: the database (named: PostgreSQL, or SQLite in the embedded default) and the counter store
+decide 200 or 503; risky settings show as warnings."""
 
 from __future__ import annotations
 
 import socket
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 from django.db import DatabaseError, connections
+from django.db.backends.sqlite3.base import DatabaseWrapper
 
 from apps.limits.snapshot import Snapshot, snapshot_save
 from apps.limits.snapshot_holder import SnapshotHolder
@@ -41,8 +44,11 @@ def test_readyz_is_ok_when_postgres_and_redis_answer(client) -> None:
     body = response.json()
     assert response.status_code == 200
     assert body["status"] == "ok"
-    assert body["checks"]["postgres"]["ok"] is True
-    assert body["checks"]["postgres"]["ms"] >= 0
+    assert body["checks"]["database"]["ok"] is True
+    assert body["checks"]["database"]["engine"] == "PostgreSQL"
+    assert int(body["checks"]["database"]["version"].split(".")[0]) >= 12
+    assert body["checks"]["database"]["ms"] >= 0
+    assert "postgres" not in body["checks"]
     assert body["checks"]["redis"]["ok"] is True
     assert body["checks"]["redis"]["maxmemory_policy"] == "noeviction"
     assert "warning" not in body["checks"]["redis"]
@@ -61,7 +67,7 @@ def test_readyz_fails_quickly_with_a_readable_reason_when_redis_refuses_connecti
     assert body["status"] == "fail"
     assert body["checks"]["redis"]["ok"] is False
     assert "Connection refused" in body["checks"]["redis"]["error"]
-    assert body["checks"]["postgres"]["ok"] is True
+    assert body["checks"]["database"]["ok"] is True
     assert elapsed < 1.0
 
 
@@ -98,8 +104,9 @@ def test_readyz_fails_with_a_readable_reason_when_postgres_refuses_connections(c
     body = response.json()
     assert response.status_code == 503
     assert body["status"] == "fail"
-    assert body["checks"]["postgres"]["ok"] is False
-    assert "refused" in body["checks"]["postgres"]["error"]
+    assert body["checks"]["database"]["ok"] is False
+    assert "refused" in body["checks"]["database"]["error"]
+    assert body["checks"]["database"]["error"].startswith("PostgreSQL did not answer")
     assert body["checks"]["redis"]["ok"] is True
 
 
@@ -257,3 +264,19 @@ def readyz_until_fail(client, timeout_s: float) -> dict:
             assert response.status_code == 503, response.json()
             return response.json()
         time.sleep(0.1)
+
+
+def test_readyz_names_sqlite_when_the_embedded_default_runs_on_it(client, monkeypatch, tmp_path: Path) -> None:
+    settings_dict = {**connections["default"].settings_dict, "ENGINE": "django.db.backends.sqlite3", "OPTIONS": {}}
+    sqlite = DatabaseWrapper({**settings_dict, "NAME": str(tmp_path / "db.sqlite3")}, alias="readyz-sqlite")
+    monkeypatch.setattr(readiness, "database_connection", lambda: sqlite)
+
+    try:
+        body = client.get("/readyz").json()
+    finally:
+        sqlite.close()
+
+    assert body["checks"]["database"]["ok"] is True
+    assert body["checks"]["database"]["engine"] == "SQLite"
+    assert body["checks"]["database"]["version"] == sqlite3.sqlite_version
+    assert "PostgreSQL" not in str(body)
