@@ -19,15 +19,19 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
+from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.text import capfirst
+from django.utils.text import Truncator, capfirst
+from django.utils.timezone import localtime
 
 from apps.history.display import change_lines
 from apps.history.models import ChangeAction, ChangeEvent
 from apps.history.selectors import history_for_object, history_tracked_models
 
 OBJECT_HISTORY_PER_PAGE = 100
+# In the list, a long value (a description, a JSON object) is cut here; the event's page shows it whole.
+LIST_VALUE_CHARS = 60
 
 
 class ModelFilter(admin.SimpleListFilter):
@@ -97,9 +101,15 @@ class ActorFilter(TextInputFilter):
 
 @admin.register(ChangeEvent)
 class ChangeEventAdmin(admin.ModelAdmin):
-    """Read-only for everyone, superusers included: history is written by the platform, never edited."""
+    """Read-only for everyone, superusers included: history is written by the platform, never edited.
 
-    list_display = ("at", "actor", "action", "model_shown", "object_link", "customer", "changes_shown", "via")
+    The list fits a 1366 px screen: who and through what share a column, so do the model and the object,
+    long values are cut (the event's own page shows them whole) and the table is laid out to the page's width
+    (templates admin/history/changeevent/change_list.html).
+    """
+
+    change_list_template = "admin/history/changeevent/change_list.html"
+    list_display = ("at_shown", "who", "action", "object_link", "customer", "changes_shown")
     list_filter = (ModelFilter, ActionFilter, CustomerFilter, ActorFilter)
     list_select_related = ("content_type",)
     search_fields = ("object_repr",)
@@ -118,18 +128,28 @@ class ChangeEventAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: ChangeEvent | None = None) -> bool:
         return False
 
+    @admin.display(description="at", ordering="at")
+    def at_shown(self, event: ChangeEvent) -> str:
+        return date_format(localtime(event.at), "Y-m-d H:i:s")
+
+    @admin.display(description="who, through", ordering="actor")
+    def who(self, event: ChangeEvent) -> SafeString:
+        return format_html('{}<br><span class="quiet">{}</span>', event.actor, event.via)
+
     @admin.display(description="model", ordering="content_type__model")
     def model_shown(self, event: ChangeEvent) -> str:
         return capfirst(event.content_type.name) if event.content_type else "event"
 
     @admin.display(description="object", ordering="object_repr")
-    def object_link(self, event: ChangeEvent) -> str:
+    def object_link(self, event: ChangeEvent) -> SafeString:
         url = _change_url(event)
-        return format_html('<a href="{}">{}</a>', url, event.object_repr) if url else event.object_repr
+        shown = format_html('<a href="{}">{}</a>', url, event.object_repr) if url else event.object_repr
+        return format_html('<span class="quiet">{}</span><br>{}', self.model_shown(event), shown)
 
     @admin.display(description="what changed")
     def changes_shown(self, event: ChangeEvent) -> SafeString:
-        return format_html_join(mark_safe("<br>"), "<b>{}</b>: {}", change_lines(event))  # noqa: S308 - a constant
+        lines = [(field, Truncator(text).chars(LIST_VALUE_CHARS)) for field, text in change_lines(event)]
+        return format_html_join(mark_safe("<br>"), "<b>{}</b>: {}", lines)  # noqa: S308 - a constant
 
     @admin.display(description="what changed")
     def changes_table(self, event: ChangeEvent) -> SafeString:
