@@ -218,6 +218,7 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BEAT_SYNC_EVERY = 1  # beat writes each job's last run back as it sends it, not every 3 minutes
 
 # ---- Quota platform ------------------------------------------------------------------------------
 
