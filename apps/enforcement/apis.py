@@ -41,6 +41,7 @@ from apps.enforcement.services import (
     check_evaluate,
     outcome_message,
 )
+from apps.engine.reference.concurrency import FOREVER
 from apps.limits.snapshot import Snapshot
 from apps.limits.snapshot_holder import snapshot_current
 
@@ -153,7 +154,10 @@ class CheckBatchApi(ServiceApi):
 
 
 def _iso(ms: int | None) -> str | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+    """An expiry as ISO 8601; None for none, and for an allocation's (it never expires)."""
+    if ms is None or ms >= FOREVER:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
 
 
 class LeaseAcquireApi(ServiceApi):

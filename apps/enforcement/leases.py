@@ -1,5 +1,7 @@
 """Concurrency leases: acquire a slot (with the operation's other limits checked in the same step),
-renew it while working, release it when done. An expired lease stops counting on its own.
+renew it while working, release it when done. An expired lease stops counting on its own. An allocation (a
+lease acquired with `"ttl_s": null`) holds its slot until released, for quotas on live objects; renewing it
+changes nothing, and the service resynchronizes the count from its own database (allocations.py).
 
 A lease is a session: the operation's session_time limits count the time it is held (engine/store/sessions.py),
 refuse to acquire (a 429 decision) and to renew (429 `session_time_spent`, with `retry_after_ms`) once their
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.exceptions import ApplicationError, InvalidInput, NotFound
 from apps.enforcement.fallback import FallbackDecision, StoreUnavailable, fallback_check
+from apps.enforcement.lease_parsing import ALLOCATION
 from apps.enforcement.parsing import MAX_LEASE_TTL_S
 from apps.enforcement.services import (
     CheckOutcome,
@@ -55,7 +58,10 @@ class LeaseOutcome:
     expires_at_ms: int | None
 
 
-def _lease_ttl(requested: int | None, limit: LimitConfig) -> int:
+def _lease_ttl(requested: int | None, limit: LimitConfig) -> int | None:
+    """The ttl in seconds; None for an allocation (ALLOCATION requested), which holds its slot until released."""
+    if requested == ALLOCATION:
+        return None
     longest = limit.period_s or MAX_LEASE_TTL_S
     ttl = requested if requested is not None else min(DEFAULT_LEASE_TTL_S, longest)
     if not 1 <= ttl <= longest:
@@ -78,12 +84,22 @@ def _slot_and_others(limits: tuple[LimitConfig, ...], operation: str) -> tuple[L
     return slots[0], [limit for limit in limits if limit.algorithm != Algorithm.CONCURRENCY]
 
 
+def _refuse_timeless_sessions(limits: tuple[LimitConfig, ...], ttl_s: int | None) -> None:
+    """An allocation never expires: it cannot count against a session_time limit, whose time it would fill."""
+    if ttl_s == ALLOCATION and any(limit.algorithm == Algorithm.SESSION_TIME for limit in limits):
+        raise InvalidInput(
+            "This operation counts session time, so its leases must expire: give ttl_s in seconds.",
+            fields={"ttl_s": ["An allocation (null) cannot count session time."]},
+        )
+
+
 def lease_acquire(*, principal: ApiPrincipal, item: CheckItem, ttl_s: int | None, snapshot: Snapshot) -> LeaseOutcome:
     principal.authorize(item.customer, item.operation)
     # No slot to take is refused before anything moves, the day's budget of new names included.
     ahead = resolve(snapshot, item, now_ms=time.time_ns() // 1_000_000, api_key_prefix=principal.prefix)
     if ahead.action is None:
         _slot_and_others(ahead.limits, item.operation)
+        _refuse_timeless_sessions(ahead.limits, ttl_s)
     resolved = check_resolve(principal, item, snapshot)
     if resolved.resolution.action is not None:
         # An allow rule bypasses limits: nothing to hold, so no lease id; a deny rule refuses.

@@ -30,6 +30,7 @@ MAX_COST = 2**53 - 1
 MAX_BATCH_ITEMS = 1000
 MAX_LEASE_TTL_S = 86400
 MAX_LEASE_ID_LENGTH = 128
+MAX_LIMIT_NAME_LENGTH = 100  # Limit.name's max_length
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # used with fullmatch: `$` would let a final "\n" in
 # Control characters (U+0000-U+001F, U+007F) in a name reach Redis keys and PostgreSQL text, which cannot hold NUL.
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")

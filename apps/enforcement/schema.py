@@ -23,7 +23,16 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
 
 
 # Request bodies that refuse fields they do not name, and their maps whose keys are names.
-STRICT_BODIES = ("CheckInput", "BatchInput", "LeaseInput", "LeaseRenewInput", "SyncInput", "SyncCounter", "SyncUsage")
+STRICT_BODIES = (
+    "CheckInput",
+    "BatchInput",
+    "LeaseInput",
+    "LeaseRenewInput",
+    "SyncInput",
+    "SyncCounter",
+    "SyncUsage",
+    "AllocationsInput",
+)
 NAMED_MAPS = ("attributes", "costs")
 NAME_SCHEMA = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_.-]{0,63}$"}
 IP_SCHEMA = {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}], "maxLength": 64}

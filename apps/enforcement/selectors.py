@@ -10,6 +10,7 @@ import time
 from typing import Any, TypedDict
 
 from apps.apikeys.selectors import ApiPrincipal
+from apps.enforcement.inspection import LimitState, customer_limit_states
 from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_call
 from apps.engine import CheckItem, Decision
@@ -120,3 +121,9 @@ def _dry_run(asked: _Asked, limit: LimitConfig) -> CheckItem:
     # A zero cost in the limit's unit reads the counter; "requests" costs 1 by default, and a dry run counts nothing.
     costs = {limit.unit: 0} if limit.unit != REQUESTS else {}
     return CheckItem(**asked, operation=limit.operation, costs=costs, dry_run=True)
+
+
+def customer_holdings(customer: str) -> list[LimitState]:
+    """The concurrency limits that apply to `customer`, each with what it holds now (leases and allocations,
+    over all its counters); for the admin's customer page. Raises CountersUnavailable without Redis."""
+    return [state for state in customer_limit_states(customer) if state.limit.algorithm == Algorithm.CONCURRENCY]

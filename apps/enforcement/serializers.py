@@ -12,7 +12,7 @@ from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer
 from rest_framework import serializers
 
 from apps.common.validators import plain_text
-from apps.enforcement import parsing
+from apps.enforcement import lease_parsing, parsing
 from apps.engine.types import MAX_WAIT_MS
 
 
@@ -118,13 +118,16 @@ class LeaseInputSerializer(CheckInputSerializer):
         min_value=1,
         max_value=parsing.MAX_LEASE_TTL_S,
         required=False,
-        help_text="Default 300 s or the limit's longest.",
+        allow_null=True,
+        help_text="Default 300 s or the limit's longest. null: an allocation, held until released (never expires), "
+        "for quotas on live objects; resynchronize the count with PUT /api/v1/customers/{customer}/allocations/"
+        "{limit}. An operation with a session_time limit refuses allocations.",
     )
 
 
 class LeaseSerializer(DecisionSerializer):
     lease_id = serializers.CharField(allow_null=True, help_text="null when an allow rule bypassed the limit")
-    expires_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True, help_text="null for an allocation (never expires).")
 
 
 class LeaseRenewInputSerializer(serializers.Serializer):
@@ -133,7 +136,24 @@ class LeaseRenewInputSerializer(serializers.Serializer):
 
 class LeaseRenewedSerializer(serializers.Serializer):
     lease_id = serializers.CharField()
-    expires_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True, help_text="null for an allocation: it stays held.")
+
+
+class AllocationsInputSerializer(serializers.Serializer):
+    held = serializers.IntegerField(
+        min_value=0, max_value=lease_parsing.MAX_HELD, help_text="How many the service's database holds now."
+    )
+    resource = text_field(
+        parsing.MAX_RESOURCE_LENGTH, required=False, help_text="For a limit keyed by resource: whose count this is."
+    )
+
+
+class AllocationsSerializer(serializers.Serializer):
+    customer = serializers.CharField()
+    limit = serializers.CharField()
+    held = serializers.IntegerField(help_text="The allocations held now.")
+    previous = serializers.IntegerField(help_text="The allocations held before (leases that expire not included).")
+    quantity = serializers.IntegerField(help_text="The limit's quantity for this customer.")
 
 
 class CustomerLimitsQuerySerializer(serializers.Serializer):
@@ -202,3 +222,4 @@ def _path_text(name: str, max_length: int, description: str) -> OpenApiParameter
 
 CUSTOMER_PATH = _path_text("customer", parsing.MAX_CUSTOMER_LENGTH, "The customer's id, as checks send it.")
 LEASE_ID_PATH = _path_text("lease_id", parsing.MAX_LEASE_ID_LENGTH, "The id the lease was acquired with.")
+LIMIT_PATH = _path_text("limit", parsing.MAX_LIMIT_NAME_LENGTH, "The name of a concurrency limit.")

@@ -30,7 +30,7 @@ concurrency set is `<b64 customer>.<random>`, so editing the customer part names
 does not exist, and a decoded key is accepted only if it is a concurrency counter key.
 
     lease record <prefix>:l:{<tag of its concurrency key>}:<member>   string, what renewing and releasing the lease
-                 need (store/sessions.py); TTL until the lease expires
+                 need (store/sessions.py); TTL until the lease expires (an allocation's: ALLOCATION_TTL_MS)
 """
 
 from __future__ import annotations
@@ -64,6 +64,10 @@ ALGORITHM_CODES = {
     "session_time": "st",
 }
 IDEMPOTENCY_TTL_MS = 600_000
+# A concurrency set holding allocations (leases that never expire), and their records, live this long after
+# their last change: the one key with no natural end gets a long TTL refreshed by every write (reference/
+# concurrency.py). As long as the epoch key's: the longest-lived key the store writes.
+ALLOCATION_TTL_MS = 7 * 86_400_000
 USAGE_TTL_MS = 2 * 86_400_000
 MINUTE_MS = 60_000
 _MAX_COMPILED = 10_000
@@ -253,6 +257,11 @@ class KeyLayout:
         if not _LEASE_KEY.fullmatch(rest) or f":{ALGORITHM_CODES[CONCURRENCY]}:" not in rest:
             return None
         return f"{self.prefix}:{rest}", f"{parts[1]}.{parts[2]}"
+
+
+def lease_owner_part(customer: str) -> str:
+    """How a lease member names its customer (the part before its first dot)."""
+    return _b64(customer)
 
 
 def lease_owner(lease_id: str) -> str | None:

@@ -1,11 +1,11 @@
 import pytest
 
 from apps.customers.models import Customer
-from apps.limits.models import Override, RuleAction
+from apps.limits.models import Algorithm, Override, RuleAction
 from tests.admin_fixtures import admin_url, inline_management_data
 from tests.apikeys.factories import ApiKeyFactory
 from tests.customers.factories import CustomerFactory, PlanFactory
-from tests.limits.factories import AccessRuleFactory, LimitFactory, OverrideFactory
+from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory, OverrideFactory
 
 
 @pytest.fixture
@@ -119,3 +119,24 @@ def test_the_plan_autocomplete_finds_plans_by_name(admin_client) -> None:
         {"app_label": "customers", "model_name": "customer", "field_name": "plan", "term": "enter"},
     )
     assert [item["text"] for item in response.json()["results"]] == ["enterprise"]
+
+
+@pytest.mark.django_db
+def test_the_customer_page_shows_what_it_holds_of_each_concurrency_limit(admin_client, api, customer) -> None:
+    LimitFactory(
+        name="streams", operation=OperationFactory(name="CreateStream"), algorithm=Algorithm.CONCURRENCY,
+        quantity=3, period_seconds=None, key_by=["customer"],
+    )  # fmt: skip
+    assert api.put("/api/v1/customers/acct-42/allocations/streams", {"held": 2}, format="json").status_code == 200
+
+    page = admin_client.get(admin_url(Customer, "change", customer.pk)).content.decode()
+
+    assert "holdings" in page
+    assert "<td>streams</td><td>CreateStream</td><td>2</td><td>3</td>" in page
+
+
+@pytest.mark.django_db
+def test_the_holdings_say_so_when_no_concurrency_limit_applies(admin_client, engine, customer) -> None:
+    page = admin_client.get(admin_url(Customer, "change", customer.pk)).content.decode()
+
+    assert "No concurrency limit applies to this customer." in page

@@ -2,7 +2,7 @@
 
 import pytest
 
-from apps.enforcement.lease_parsing import parse_lease
+from apps.enforcement.lease_parsing import ALLOCATION, parse_allocations, parse_lease
 from apps.enforcement.parsing import (
     MAX_BATCH_ITEMS,
     BatchTooLarge,
@@ -107,10 +107,24 @@ def test_a_null_optional_field_is_refused_not_defaulted(field) -> None:
     assert "null" in errors_for({**VALID, field: None})[field][0]
 
 
-def test_a_null_lease_ttl_is_refused() -> None:
+def test_a_null_lease_ttl_asks_for_an_allocation_and_a_bad_one_is_refused() -> None:
+    assert parse_lease({**VALID, "ttl_s": None}) == (CheckItem("acct-1", "PutRecords"), ALLOCATION)
+    assert parse_lease(VALID)[1] is None  # absent: the default ttl
     with pytest.raises(ParseError) as caught:
-        parse_lease({**VALID, "ttl_s": None})
+        parse_lease({**VALID, "ttl_s": 0})
     assert "ttl_s" in caught.value.fields
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({}, "held"), ({"held": -1}, "held"), ({"held": 100_001}, "held"), ({"held": "3"}, "held"),
+     ({"held": 1, "resource": ""}, "resource"), ({"held": 1, "extra": 1}, "non_field_errors")],
+)  # fmt: skip
+def test_an_allocation_count_is_a_whole_number_with_an_optional_resource(body, field) -> None:
+    with pytest.raises(ParseError) as caught:
+        parse_allocations(body)
+    assert field in caught.value.fields
+    assert parse_allocations({"held": 3, "resource": "stream-1"}) == (3, "stream-1")
 
 
 CONTROL_CHARACTERS = [chr(code) for code in range(0x20)] + ["\x7f"]

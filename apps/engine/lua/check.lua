@@ -20,7 +20,7 @@
 --     an item that is not a dry run names it; a counter only dry runs name is answered from it unwritten
 --   then per item: <usage base> <lease payload (0 = none)> <descriptor (0 = none)> <idempotency key index
 --     (0 = none; sent with a descriptor, also for a dry run, which only reads it)> <dry run 0|1>
---     <lease ttl ms> <max wait ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
+--     <lease ttl ms (0: an allocation, held until released)> <max wait ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
 --     max wait: how long the item accepts to wait on a leaky bucket (leaky_bucket.lua, a shaper; a shadow one
 --     is evaluated with 0).
 --   then, when the store logs (absent: the numbers end after the items, nothing is logged):
@@ -45,8 +45,8 @@
 -- counters are missing: the caller rebuilds them and calls again with their seeds. Otherwise
 -- one array per item: {allowed 0|1, retry_after (-1 = never) when refused | delay ms when allowed (how long the
 --   caller waits before proceeding: the largest wait of its enforced shapers, 0 = go now), replayed 0|1,
---   lease expiry ms (0 = none), (over 0|1, remaining, reset ms)*}, or {-1, stored decision} where the
---   stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10 minutes).
+--   lease expiry ms (0 = none; 2^53 - 1: an allocation), (over 0|1, remaining, reset ms)*}, or {-1, stored
+--   decision} where the stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10 minutes).
 -- Before deciding: {{-3, <item number>*}} when request ids are reused with other parameters (above).
 local IDEMPOTENCY_TTL = 600000     -- by the script's clock, so a test clock and Redis expiry agree
 local USAGE_TTL_MS = 172800000
@@ -379,7 +379,7 @@ local function decide(i)
       end
       row[3 * j + 3], row[3 * j + 4] = alg.report(st, lim, now)
     end
-    if lease > 0 then row[4] = now + N[p + 5] end
+    if lease > 0 then row[4] = N[p + 5] > 0 and now + N[p + 5] or 9007199254740991 end  -- 0: an allocation
   end
   return row
 end

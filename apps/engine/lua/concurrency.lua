@@ -9,8 +9,14 @@
 -- minutes from now on move, so a flushed minute is never written again.
 -- The decision log (lib.lua's LOG): saving a set that holds a new lease first logs the leases it drops as
 -- expired ("expire"), when check.lua gave the definition its stream (lim.log).
+-- Allocations (reference/concurrency.py): a lease acquired with ttl 0 never expires (score FOREVER), is never
+-- booked as session time, and keeps its set and record ALLOCATION_TTL_MS after their last change (keys.py). A
+-- slot held by an allocation frees only on release: eval answers -1 (never) when that is what it waits for.
 ALG.cc = {}
 local USAGE_KEEP_MS = 172800000  -- as check.lua's USAGE_TTL_MS, counted from the end of the booked minute
+local FOREVER = 9007199254740991  -- reference/concurrency.FOREVER (2^53 - 1, exact as a double)
+local FOREVER_TEXT = '9007199254740991'
+local ALLOCATION_TTL_MS = 604800000  -- keys.ALLOCATION_TTL_MS
 
 -- Add sign * (the part of [from, to) in each minute) to the minutes' usage at `base` (index: "<prefix>:ui:").
 function ALG.cc.book(base, index, now, from, to, sign)
@@ -42,11 +48,17 @@ function ALG.cc.record(text)
   return record
 end
 
+-- newest: the latest expiry among the leases that expire (nil: none); forever: the set holds an allocation.
 function ALG.cc.load(lim, now)
-  local st = {count = call('ZCOUNT', lim.key, '(' .. itos(now), '+inf'), newest = nil, pending = {}, lim = lim,
-    dirty = false}
+  local st = {count = call('ZCOUNT', lim.key, '(' .. itos(now), '+inf'), newest = nil, forever = false,
+    pending = {}, lim = lim, dirty = false}
   if st.count > 0 then
     st.newest = tonumber(call('ZRANGE', lim.key, -1, -1, 'WITHSCORES')[2])
+    if st.newest >= FOREVER then
+      st.forever = true
+      local expiring = call('ZREVRANGEBYSCORE', lim.key, '(' .. FOREVER_TEXT, '(' .. itos(now), 'WITHSCORES', 'LIMIT', 0, 1)
+      st.newest = expiring[2] and tonumber(expiring[2]) or nil
+    end
   end
   return st
 end
@@ -60,21 +72,22 @@ function ALG.cc.eval(st, lim, now, cost)
   for i = 2, #held, 2 do expiries[#expiries + 1] = tonumber(held[i]) end
   for _, lease in ipairs(st.pending) do expiries[#expiries + 1] = lease[1] end
   table.sort(expiries)
+  if expiries[k] >= FOREVER then return false, -1 end
   return false, expiries[k] - now
 end
 
 function ALG.cc.apply(st, lim, now, cost, lease)
   if not lease then return end
-  local expires = now + lease.ttl
+  local expires = lease.ttl > 0 and now + lease.ttl or FOREVER
   st.pending[#st.pending + 1] = {expires, match(lease.lease, '^[^\n]*'), lease.lease}
   st.count = st.count + 1
-  st.newest = max(st.newest or expires, expires)
+  if expires < FOREVER then st.newest = max(st.newest or expires, expires) else st.forever = true end
   st.dirty = true
 end
 
 function ALG.cc.report(st, lim, now)
   local reset = 0
-  if st.newest then reset = st.newest - now end
+  if st.newest then reset = st.newest - now end  -- allocations never expire: not waited for
   return max(0, lim.q - st.count), reset
 end
 
@@ -85,13 +98,15 @@ function ALG.cc.save(st, lim, now)
   end
   call('ZREMRANGEBYSCORE', lim.key, '-inf', itos(now))
   for _, lease in ipairs(st.pending) do
+    local forever = lease[1] >= FOREVER
     call('ZADD', lim.key, itos(lease[1]), lease[2])
     local record_key, body = match(lease[3], '^[^\n]*\n([^\n]*)\n(.*)$')
     if record_key then
       -- The usage index base (ARGV[3]) goes with it: a ClusterStore's is in the customer's slot.
-      call('SET', record_key, itos(now) .. '\n' .. ARGV[3] .. '\n' .. body, 'PX', ttl(lease[1] - now))
-      ALG.cc.book(match(body, '^[^\n]*'), ARGV[3], now, now, lease[1], 1)
+      call('SET', record_key, itos(now) .. '\n' .. ARGV[3] .. '\n' .. body, 'PX',
+        ttl(forever and ALLOCATION_TTL_MS or lease[1] - now))
+      if not forever then ALG.cc.book(match(body, '^[^\n]*'), ARGV[3], now, now, lease[1], 1) end
     end
   end
-  call('PEXPIRE', lim.key, ttl(st.newest - now))
+  call('PEXPIRE', lim.key, ttl(st.forever and ALLOCATION_TTL_MS or st.newest - now))
 end

@@ -27,5 +27,5 @@ for _, lim in ipairs(record.limits) do
   ALG.st.close(st, now, member)
   ALG.st.save(st, lim, now)
 end
-ALG.cc.book(record.base, record.index, now, now, old, -1)
+if old < FOREVER then ALG.cc.book(record.base, record.index, now, now, old, -1) end  -- allocations are not booked
 return 1

@@ -2,14 +2,25 @@
 it is released or its expiry passes (expiry <= now), so a crashed holder stops counting without
 anyone releasing it.
 
+An allocation (a lease acquired with ttl 0, the API's `"ttl_s": null`) never expires: it is held until it is
+released, for quotas on live objects (seed 002's scenario 3), and `resync` sets how many a counter holds from
+the service's own count (the seed's "database as counter"). Its expiry is FOREVER. A slot held by allocations
+frees only when one is released: waiting for it is never enough (retry None). The state's storage lives
+ALLOCATION_TTL_MS after its last change (keys.py), so a counter nobody touches that long is forgotten, and the
+service's next resync restores it.
+
 State: ((expires_at_ms, member), ...) sorted by expiry.
 """
 
 from __future__ import annotations
 
+from apps.engine.keys import ALLOCATION_TTL_MS
 from apps.engine.reference.base import Params
+from apps.engine.types import MAX_SAFE_INT
 
 State = tuple[tuple[int, str], ...]
+FOREVER = MAX_SAFE_INT  # an allocation's expiry (exact in Lua too)
+PLACEHOLDER = ".s"  # a resync's placeholder member: "<b64 customer>.s<now ms>.<n>"
 
 
 def live(state: State | None, now: int) -> State:
@@ -26,34 +37,64 @@ def evaluate(state: State | None, params: Params, now: int, cost: int) -> tuple[
     held = live(state, now)
     if len(held) + 1 <= params.quantity:
         return True, 0
-    return False, held[len(held) - params.quantity][0] - now
+    frees = held[len(held) - params.quantity][0]
+    return False, None if frees >= FOREVER else frees - now
 
 
 def consume(state: State | None, params: Params, now: int, cost: int, lease: tuple[str, int] | None = None) -> State:
-    """Hold `lease` = (member, ttl_ms); without a lease the check only looks."""
+    """Hold `lease` = (member, ttl_ms; 0: an allocation); without a lease the check only looks."""
     held = live(state, now)
     if lease is None:
         return held
     member, ttl_ms = lease
-    return tuple(sorted((*held, (now + ttl_ms, member))))
+    return tuple(sorted((*held, (now + ttl_ms if ttl_ms else FOREVER, member))))
 
 
 def report(state: State | None, params: Params, now: int) -> tuple[int, int]:
-    """Free slots, and milliseconds until every held lease has expired."""
+    """Free slots, and milliseconds until every held lease that expires has (allocations never do)."""
     held = live(state, now)
-    return max(0, params.quantity - len(held)), (held[-1][0] - now if held else 0)
+    expiring = [expires for expires, _ in held if expires < FOREVER]
+    return max(0, params.quantity - len(held)), (expiring[-1] - now if expiring else 0)
 
 
 def expires_at(state: State, params: Params, now: int) -> int:
-    """When the last held lease expires."""
-    return max((lease[0] for lease in state), default=now)
+    """When the last held lease expires; a state holding allocations lasts ALLOCATION_TTL_MS from now."""
+    last = max((lease[0] for lease in state), default=now)
+    return now + ALLOCATION_TTL_MS if last >= FOREVER else last
+
+
+def allocations(state: State | None, now: int) -> list[str]:
+    """The members of the allocations held, in order (placeholders are ordered like any member)."""
+    return [member for expires, member in live(state, now) if expires >= FOREVER]
+
+
+def resync(state: State | None, now: int, held: int, owner: str) -> State:
+    """Hold exactly `held` allocations (leases with an expiry are kept as they are): add placeholders
+    "<owner>.s<now>.<n>" (the smallest n from 1 not held already), or drop placeholders first, then other
+    allocations, greatest member first."""
+    current = live(state, now)
+    members = allocations(current, now)
+    if len(members) < held:
+        taken, n = set(members), 0
+        added: list[tuple[int, str]] = []
+        while len(added) < held - len(members):
+            n += 1
+            name = f"{owner}{PLACEHOLDER}{now}.{n}"
+            if name not in taken:
+                added.append((FOREVER, name))
+        return tuple(sorted((*current, *added)))
+    ordered = sorted(members, key=lambda member: (PLACEHOLDER in member, member), reverse=True)
+    dropped = set(ordered[: len(members) - held])
+    return tuple(lease for lease in current if lease[1] not in dropped)
 
 
 def renew(state: State | None, now: int, member: str, ttl_ms: int) -> tuple[State, int | None]:
-    """Extend a live lease to now + ttl_ms; an expired or unknown lease is not revived."""
+    """Extend a live lease to now + ttl_ms; an expired or unknown lease is not revived, an allocation stays one."""
     held = live(state, now)
     if not any(lease[1] == member for lease in held):
         return held, None
+    if (FOREVER, member) in held:
+        return held, FOREVER
     others = tuple(lease for lease in held if lease[1] != member)
     return tuple(sorted((*others, (now + ttl_ms, member)))), now + ttl_ms
 

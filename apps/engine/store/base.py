@@ -45,12 +45,18 @@ class Store(Protocol):
         ...
 
     def lease_acquire(
-        self, item: CheckItem, limit: LimitSpec, ttl_s: int, others: Sequence[LimitSpec] = ()
+        self, item: CheckItem, limit: LimitSpec, ttl_s: int | None, others: Sequence[LimitSpec] = ()
     ) -> tuple[Decision, str | None, int]:
-        """Take a slot of concurrency `limit` for ttl_s seconds (with `others` checked in the same step).
+        """Take a slot of concurrency `limit` for ttl_s seconds (with `others` checked in the same step); ttl_s
+        None: an allocation, held until released (reference/concurrency.py; `others` may not hold session_time).
 
-        Returns (decision, lease_id or None, expires_at_ms or 0).
+        Returns (decision, lease_id or None, expires_at_ms or 0; an allocation's: reference/concurrency.FOREVER).
         """
+        ...
+
+    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> int:
+        """Make the counter of concurrency `limit` for `item` hold exactly `held` allocations, from the caller's
+        own count (reference/concurrency.resync); return how many it held before."""
         ...
 
     def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from apps.engine.decision_log import LogEntry
 from apps.engine.durability import record_bucket, record_field
-from apps.engine.reference import leaky_bucket
+from apps.engine.reference import concurrency, leaky_bucket
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.logbook import decisions_logged, item_entries
@@ -187,6 +187,11 @@ class _Batch:
         return latest
 
 
+def lease_expiry(now: int, ttl_ms: int) -> int:
+    """When a lease granted at `now` expires (ttl 0: an allocation, never)."""
+    return now + ttl_ms if ttl_ms else concurrency.FOREVER
+
+
 def _decision(verdict: _Verdict, allowed: bool, retry: int | None) -> Decision:
     reports = verdict.after if allowed and verdict.after is not None else verdict.before
     results = tuple(
@@ -278,7 +283,7 @@ def _finish(
         outcome = Outcome(
             _decision(slot, allowed, retry),
             slot.plan.lease_id if leased else None,
-            batch.now + slot.plan.lease[1] if leased and slot.plan.lease else 0,
+            lease_expiry(batch.now, slot.plan.lease[1]) if leased and slot.plan.lease else 0,
         )
         outcomes.append(outcome)
         if not slot.plan.item.dry_run:

@@ -24,6 +24,7 @@ from apps.engine.registry import ALGORITHMS
 from apps.engine.store import logbook, sessions
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Effects, Outcome, Remembered, decide, request_slots
+from apps.engine.store.memory_tools import MemoryTools
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.types import BatchMode, CheckItem, Decision, LimitSpec, SeedRequest
 
@@ -31,7 +32,7 @@ SWEEP_EVERY = 1000
 Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
 
 
-class MemoryStore:
+class MemoryStore(MemoryTools):
     """An in-process Store. clock: where time comes from (the system clock by default)."""
 
     def __init__(
@@ -71,7 +72,7 @@ class MemoryStore:
         return [outcome.decision for outcome in self._run(plans, atomic)]
 
     def lease_acquire(
-        self, item: CheckItem, limit: LimitSpec, ttl_s: int, others: Sequence[LimitSpec] = ()
+        self, item: CheckItem, limit: LimitSpec, ttl_s: int | None, others: Sequence[LimitSpec] = ()
     ) -> tuple[Decision, str | None, int]:
         """Take a slot of concurrency `limit` (see Store.lease_acquire)."""
         plan = plan_item(self._layout, item, [limit, *others], self._clock.now_ms(), lease_ttl_ms(ttl_s))
@@ -79,12 +80,12 @@ class MemoryStore:
         return outcome.decision, outcome.lease_id, outcome.lease_expires
 
     def _lease_granted(self, plan: ItemPlan, outcome: Outcome, now: int) -> None:
-        """Under the lock, as check.lua's concurrency.lua does: the lease's record, its lifetime booked in usage."""
-        if outcome.lease_id is None:
-            return
-        record = sessions.record_of(plan, now)
-        self._leases[plan.lease_record_key] = (record, outcome.lease_expires)
-        sessions.book(self._usage, plan.usage_base, now, outcome.lease_expires, 1)
+        """Under the lock, as concurrency.lua does: the lease's record, its lifetime booked in usage (not an
+        allocation's: it is held until released)."""
+        if outcome.lease_id is not None:
+            self._leases[plan.lease_record_key] = (sessions.record_of(plan, now), outcome.lease_expires)
+            if outcome.lease_expires < concurrency.FOREVER:
+                sessions.book(self._usage, plan.usage_base, now, outcome.lease_expires, 1)
 
     def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:
         """Extend a live lease (see Store.lease_renew; sessions.renew)."""
@@ -169,39 +170,9 @@ class MemoryStore:
         with self._lock:
             self._usage.pop(minute, None)
 
-    # Operator tools, as on RedisStore.
-
-    @property
-    def key_prefix(self) -> str:
-        return self._layout.prefix
-
-    def counter_keys(self, head: str) -> list[str]:
-        """The live keys that start with `head`, sorted."""
-        with self._lock:
-            return sorted(key for key in self._states if key.startswith(head))
-
-    def counters_delete(self, keys: Sequence[str]) -> int:
-        """Delete `keys`; how many existed."""
-        with self._lock:
-            return sum(self._states.pop(key, None) is not None for key in keys)
-
     def now_hint_ms(self) -> int:
         """Now, by this store's clock (see RedisStore.now_hint_ms)."""
         return self._clock.now_ms()
-
-    def counters_forget(self, counters: Sequence[str]) -> None:
-        """Delete `counters` and start a new epoch (see RedisStore.counters_forget)."""
-        with self._lock:
-            for counter in counters:
-                for key in self._layout.keys_of_counter(counter):
-                    self._states.pop(key, None)
-            self._epoch = self._clock.now_ms()
-
-    def leases_live(self, keys: Sequence[str]) -> int:
-        """Unexpired leases in the concurrency counters `keys`."""
-        with self._lock:
-            now = self._clock.now_ms()
-            return sum(len(concurrency.live(self._read(key, now), now)) for key in keys)
 
     def _run(
         self, plans: list[ItemPlan], atomic: bool, granted: Callable[[ItemPlan, Outcome, int], None] | None = None

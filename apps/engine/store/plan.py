@@ -100,9 +100,9 @@ def request_fingerprint(item: CheckItem, costs: tuple[tuple[str, int], ...], lea
     parameters (a retry may come through another proxy, after a limit changed). The stored decision is
     replayed only to the same fingerprint (check.lua, decide.py).
     """
-    canonical = _canonical_json(
-        [item.operation, item.resource, sorted(item.attributes.items()), costs, item.dry_run, lease_ms or 0]
-    )
+    lease = -1 if lease_ms == 0 else lease_ms or 0  # an allocation is not a check
+    attributes = sorted(item.attributes.items())
+    canonical = _canonical_json([item.operation, item.resource, attributes, costs, item.dry_run, lease])
     return hashlib.blake2b(canonical.encode(), digest_size=FINGERPRINT_LENGTH // 2).hexdigest()
 
 
@@ -121,7 +121,8 @@ def _limit_plan(layout: KeyLayout, item: CheckItem, spec: LimitSpec, now_hint: i
 def plan_item(
     layout: KeyLayout, item: CheckItem, limits: Sequence[LimitSpec], now_hint: int, lease_ms: int | None = None
 ) -> ItemPlan:
-    """Compile `item` against `limits`; with lease_ms, limits[0] (a concurrency limit) is leased."""
+    """Compile `item` against `limits`; with lease_ms, limits[0] (a concurrency limit) is leased (lease_ms 0: an
+    allocation, held until released, which counts no session time)."""
     if len(limits) > 1 and len({spec.name for spec in limits}) != len(limits):
         raise InvalidCheck("limit names must be unique within a check")
     plans = tuple([_limit_plan(layout, item, spec, now_hint) for spec in limits])
@@ -129,8 +130,10 @@ def plan_item(
     if lease_ms is not None:
         if not limits or limits[0].algorithm != CONCURRENCY:
             raise InvalidCheck("a lease is taken on a concurrency limit")
-        if not 1 <= lease_ms <= 10**12:
+        if not 0 <= lease_ms <= 10**12:
             raise InvalidCheck("a lease needs a positive ttl")
+        if lease_ms == 0 and any(spec.algorithm == SESSION_TIME for spec in limits):
+            raise InvalidCheck("an allocation (held until released) cannot count session time")
         plan.lease_id, member = layout.new_lease(plans[0].keys[0], item.customer)
         plan.lease = (member, lease_ms)
         plan.lease_record_key = layout.lease_record_key(plans[0].keys[0], member)
@@ -146,8 +149,10 @@ def check_mode(mode: str) -> bool:
     return mode == "atomic"
 
 
-def lease_ttl_ms(ttl_s: int) -> int:
-    """A lease ttl in milliseconds; refuses anything but a positive whole number of seconds."""
+def lease_ttl_ms(ttl_s: int | None) -> int:
+    """A lease ttl in milliseconds (None: an allocation, 0); refuses anything but a positive whole number of seconds."""
+    if ttl_s is None:
+        return 0
     if type(ttl_s) is not int or not 1 <= ttl_s <= 10**9:
         raise InvalidCheck("ttl_s must be a positive integer number of seconds")
     return ttl_s * 1000

@@ -130,7 +130,7 @@ class RedisStore:
         return [_decision(plan, row) for plan, row in zip(plans, rows, strict=True)]
 
     def lease_acquire(
-        self, item: CheckItem, limit: LimitSpec, ttl_s: int, others: Sequence[LimitSpec] = ()
+        self, item: CheckItem, limit: LimitSpec, ttl_s: int | None, others: Sequence[LimitSpec] = ()
     ) -> tuple[Decision, str | None, int]:
         """Take a slot of concurrency `limit` in one round trip (see Store.lease_acquire)."""
         plan = plan_item(self._layout, item, [limit, *others], self._hint.now_ms(), lease_ttl_ms(ttl_s))
@@ -144,6 +144,10 @@ class RedisStore:
     def lease_release(self, lease_id: str) -> None:
         """Give a lease back in one round trip (see Store.lease_release; store/sessions.py)."""
         self._leases.release(lease_id)
+
+    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> int:
+        """See Store.allocations_set: one round trip (allocations.lua)."""
+        return self._leases.allocations_set(self._layout.counter_keys(limit, item)[0], item.customer, held)
 
     def usage_minutes(self) -> list[int]:
         """Minutes with usage waiting (see Store.usage_minutes)."""
@@ -199,11 +203,8 @@ class RedisStore:
 
     def leases_live(self, keys: Sequence[str]) -> int:
         """Unexpired leases in the concurrency counters `keys`."""
-        if self._clock is not None:
-            now = self._clock.now_ms()
-        else:
-            seconds, micros = self._client.time()
-            now = int(seconds) * 1000 + int(micros) // 1000
+        seconds, micros = self._client.time() if self._clock is None else divmod(self._clock.now_ms() * 1000, 10**6)
+        now = int(seconds) * 1000 + int(micros) // 1000
         pipe = self._client.pipeline(transaction=False)
         for key in keys:
             pipe.zcount(key, f"({now}", "+inf")

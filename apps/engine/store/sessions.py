@@ -29,7 +29,7 @@ from typing import Any
 import redis
 
 from apps.engine.decision_log import LogSettings, log_key_of
-from apps.engine.keys import MINUTE_MS, KeyLayout
+from apps.engine.keys import MINUTE_MS, KeyLayout, lease_owner_part
 from apps.engine.reference import concurrency, session_time
 from apps.engine.reference.base import Params
 from apps.engine.store.plan import ItemPlan
@@ -47,6 +47,7 @@ def lua(*names: str) -> str:
 
 RENEW_SCRIPT = lua("lib.lua", "concurrency.lua", "session_time.lua", "lease_renew.lua")
 RELEASE_SCRIPT = lua("lib.lua", "concurrency.lua", "session_time.lua", "lease_release.lua")
+ALLOCATIONS_SCRIPT = lua("lib.lua", "concurrency.lua", "allocations.lua")
 
 
 class RedisLeases:
@@ -61,6 +62,7 @@ class RedisLeases:
         self._log = log
         self._renew = client.register_script(RENEW_SCRIPT)
         self._release = client.register_script(RELEASE_SCRIPT)
+        self._allocations = client.register_script(ALLOCATIONS_SCRIPT)
 
     def renew(self, lease_id: str, ttl_ms: int) -> int | None:
         """See Store.lease_renew; raises SessionTimeSpent when a session_time limit of the lease is spent."""
@@ -81,6 +83,10 @@ class RedisLeases:
             key, member = target
             keys, logging = self._keys(key, member)
             self._release(keys=keys, args=[member, self._now(), *logging])
+
+    def allocations_set(self, key: str, customer: str, held: int) -> int:
+        """See Store.allocations_set, on concurrency set `key` (allocations.lua)."""
+        return int(self._allocations(keys=[key], args=[self._now(), held, lease_owner_part(customer)]))
 
     def _keys(self, key: str, member: str) -> tuple[list[str], list[str | int]]:
         """KEYS of the scripts (set, record, log stream when logging) and ARGV's logging tail (instance, cap)."""
@@ -139,9 +145,9 @@ def renew(
     key, member = target
     held = concurrency.live(read(key), now)
     old = next((expires for expires, name in held if name == member), None)
-    if old is None:
+    if old is None or old >= concurrency.FOREVER:  # gone, or an allocation (kept as it is, its storage too)
         write(key, held, Params(0, 0, 0), "concurrency")
-        return None
+        return old
     limits = record.limits if record is not None else ()
     refusals = [session_time.evaluate(read(limit.key), limit.params, now, 1) for limit in limits if not limit.shadow]
     waits = [wait for ok, wait in refusals if not ok]
@@ -170,4 +176,5 @@ def release(
     for limit in record.limits:
         write(limit.key, session_time.release(read(limit.key), limit.params, now, member), limit.params,
               "session_time")  # fmt: skip
-    book(usage, record.usage_base, now, old, -1)
+    if old < concurrency.FOREVER:  # an allocation's time is not booked
+        book(usage, record.usage_base, now, old, -1)

@@ -1,0 +1,68 @@
+"""Allocation quotas (seed 002's scenario 3: objects created and never deleted, the database as counter).
+
+A lease acquired with `"ttl_s": null` is an allocation: it holds a slot of its concurrency limit until it is
+released. A service that counts its live objects in its own database resynchronizes the count now and then
+(after a crash that lost a release, or to seed the quota of objects that predate it): allocations_set makes
+the counter hold exactly that many allocations, adding placeholders or dropping allocations (placeholders
+first; engine reference/concurrency.resync). Leases that expire are left as they are.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from apps.apikeys.selectors import ApiPrincipal
+from apps.common.exceptions import NotFound
+from apps.enforcement.fallback import StoreUnavailable
+from apps.enforcement.specs import limit_spec_of
+from apps.enforcement.store import engine_call
+from apps.engine import CheckItem
+from apps.limits.models import Algorithm
+from apps.limits.resolution import limit_effective
+from apps.limits.snapshot import LimitConfig, Snapshot
+
+
+def _concurrency_limit(snapshot: Snapshot, customer: str, name: str) -> LimitConfig:
+    """The concurrency limit `name` that applies to `customer` (its plan's or everyone's); 404 otherwise."""
+    config = snapshot.customers.get(customer)
+    plan = config.plan if config else None
+    for limits in snapshot.limits_by_operation.values():
+        for limit in limits:
+            if limit.name == name and limit.algorithm == Algorithm.CONCURRENCY and limit.plan in (None, plan):
+                return limit
+    raise NotFound(
+        f"No concurrency limit named {name} applies to this customer; allocations are counted by one.",
+        code="unknown_limit",
+    )
+
+
+def allocations_set(
+    *, principal: ApiPrincipal, customer: str, limit_name: str, held: int, resource: str, snapshot: Snapshot
+) -> dict[str, Any]:
+    """Make `customer`'s counter of concurrency limit `limit_name` (for `resource`, when the limit is keyed by
+    it) hold exactly `held` allocations. Raises NotFound, Forbidden (a key bound to another customer or not
+    allowed the limit's operation) before anything moves, StoreUnavailable (503) without Redis."""
+    principal.authorize(customer)
+    limit = _concurrency_limit(snapshot, customer, limit_name)
+    principal.authorize(customer, limit.operation)
+    overrides = snapshot.overrides_by_customer.get(customer, ())
+    effective = limit_effective(limit, overrides, resource=resource, now_ms=time.time_ns() // 1_000_000) or limit
+    config = snapshot.customers.get(customer)
+    item = CheckItem(
+        customer=customer,
+        operation=limit.operation,
+        resource=resource,
+        timezone=config.timezone if config else "UTC",
+        service=principal.service,
+        api_key=principal.prefix,
+    )
+    spec = limit_spec_of(effective)
+
+    def without_store() -> int:
+        raise StoreUnavailable("The counter store is unreachable, so the allocations cannot be set now; retry shortly.")
+
+    before = engine_call(
+        lambda store: store.allocations_set(item, spec, held), fallback=without_store, customer=customer
+    )
+    return {"customer": customer, "limit": limit.name, "held": held, "previous": before, "quantity": effective.quantity}

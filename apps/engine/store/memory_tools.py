@@ -1,0 +1,67 @@
+"""MemoryStore's operator tools (admin usage page, unblock, allocations), as on RedisStore: never on the hot path."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from apps.engine.clock import Clock
+from apps.engine.keys import KeyLayout, lease_owner_part
+from apps.engine.reference import concurrency
+from apps.engine.reference.base import Params
+from apps.engine.types import CheckItem, LimitSpec
+
+
+class MemoryTools:
+    """Mixed into MemoryStore, whose state these read and write under its lock."""
+
+    _layout: KeyLayout
+    _lock: threading.Lock
+    _states: dict[str, tuple[Any, int]]
+    _clock: Clock
+    _epoch: int
+
+    def _read(self, key: str, now: int) -> Any:
+        raise NotImplementedError
+
+    def _store(self, key: str, state: Any, expires_at: int, now: int) -> None:
+        raise NotImplementedError
+
+    @property
+    def key_prefix(self) -> str:
+        return self._layout.prefix
+
+    def counter_keys(self, head: str) -> list[str]:
+        """The live keys that start with `head`, sorted."""
+        with self._lock:
+            return sorted(key for key in self._states if key.startswith(head))
+
+    def counters_delete(self, keys: Sequence[str]) -> int:
+        """Delete `keys`; how many existed."""
+        with self._lock:
+            return sum(self._states.pop(key, None) is not None for key in keys)
+
+    def counters_forget(self, counters: Sequence[str]) -> None:
+        """Delete `counters` and start a new epoch (see RedisStore.counters_forget)."""
+        with self._lock:
+            for counter in counters:
+                for key in self._layout.keys_of_counter(counter):
+                    self._states.pop(key, None)
+            self._epoch = self._clock.now_ms()
+
+    def leases_live(self, keys: Sequence[str]) -> int:
+        """Unexpired leases in the concurrency counters `keys`."""
+        with self._lock:
+            now = self._clock.now_ms()
+            return sum(len(concurrency.live(self._read(key, now), now)) for key in keys)
+
+    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> int:
+        """See Store.allocations_set (reference/concurrency.resync)."""
+        key = self._layout.counter_keys(limit, item)[0]
+        with self._lock:
+            now = self._clock.now_ms()
+            state = self._read(key, now)
+            synced = concurrency.resync(state, now, held, lease_owner_part(item.customer))
+            self._store(key, synced, concurrency.expires_at(synced, Params(0, 0, 0), now), now)
+            return len(concurrency.allocations(state, now))
