@@ -29,6 +29,7 @@ The numbers:
         <usage base> <lease payload (0 = none)> <descriptor (0 = none)> <idempotency key index (0 = none)>
         <dry run 0|1> <lease ttl ms> <max wait ms> <unit count> (<unit name> <cost>)* <limit count>
         (<definition number> <cost>)*
+        lease ttl: 0 with a lease payload is an allocation, held until released (reference/concurrency.py)
         max wait: the item's max_wait_ms, what it accepts to wait on a leaky bucket (a shaper)
     then, when the store logs (LogSettings; absent = nothing logged, the numbers end after the items):
         <log count> (<item number> <limit position> <stream key index> <label> <audit 0|1>)*
