@@ -36,7 +36,7 @@ if MULTIPROCESS and not os.path.isdir(os.environ[MULTIPROC_DIR_VARIABLE]):
         "folder for the metrics files before starting the server, or unset the variable for a single process."
     )
 
-OUTCOMES = frozenset({"OK", "OVER_LIMIT", "COST_EXCEEDS_LIMIT", "DENIED"})
+OUTCOMES = frozenset({"OK", "OVER_LIMIT", "COST_EXCEEDS_LIMIT", "DENIED", "BATCH_REJECTED"})
 OTHER = "other"
 # Backstop for callers that pass raw operation names: past this many distinct names per process,
 # new ones are counted as "other". Each name costs one time series per outcome in Prometheus.
