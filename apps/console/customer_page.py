@@ -1,5 +1,6 @@
-"""A customer's usage page: charts per operation (checks, and the session time its leases were held), live limits
-with what they have used, leases held, and the monopolization score. The view only gathers: selectors and the
+"""A customer's usage page: charts per operation (checks, and the session time its leases were held), a table of
+who made them (per calling service and API key), live limits with what they have used, leases held, and the
+monopolization score. The view only gathers: selectors and the
 inspection module do the work."""
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from apps.limits.models import Algorithm, Limit
 from apps.limits.snapshot import LimitConfig
 from apps.limits.summaries import amount_phrase, key_phrase, period_phrase
 from apps.usage.models import COUNTERS
-from apps.usage.selectors import DEFAULT_USAGE_RANGE, USAGE_RANGES, UsageSeries, usage_series
+from apps.usage.selectors import DEFAULT_USAGE_RANGE, USAGE_RANGES, UsageSeries, usage_by_caller, usage_series
 
 TEMPLATE = "console/customer_usage.html"
 SESSION = "session_ms"
@@ -155,7 +156,9 @@ def _live(customer: Customer) -> tuple[list[LimitRow], MonopolizationScore | Non
 def customer_usage_view(model_admin: admin.ModelAdmin, request: HttpRequest, customer: Customer) -> HttpResponse:
     range_key, range_error = _range_choice(request)
     usage_range = USAGE_RANGES[range_key]
-    series = usage_series(customer=customer.external_id, usage_range=usage_range, now=timezone.now())
+    now = timezone.now()
+    series = usage_series(customer=customer.external_id, usage_range=usage_range, now=now)
+    callers = usage_by_caller(customer=customer.external_id, usage_range=usage_range, now=now)
     rows, score, live_error = _live(customer)
     context: dict[str, Any] = {
         **model_admin.admin_site.each_context(request),
@@ -167,6 +170,7 @@ def customer_usage_view(model_admin: admin.ModelAdmin, request: HttpRequest, cus
         "range": usage_range,
         "range_error": range_error,
         "charts": usage_charts(series),
+        "callers": callers,
         "limit_rows": rows,
         "lease_rows": [row for row in rows if row.state.limit.algorithm == Algorithm.CONCURRENCY],
         "score": score,

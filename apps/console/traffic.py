@@ -23,6 +23,8 @@ CUSTOM_HOURS_UP_TO = dt.timedelta(days=14)
 CUSTOM_LONGEST = dt.timedelta(days=3 * 366)
 # Smallest first: a rate is shown per second when the busiest bucket reaches 1 per second, otherwise per minute, ...
 RATE_UNITS = (("second", 1), ("minute", 60), ("hour", 3600), ("day", 86400))
+# How the per-service section names checks made without a service key (the admin's session, usage of before).
+NO_SERVICE = "(no service)"
 
 
 class RangeInvalid(ValueError):
@@ -90,12 +92,13 @@ def custom_window(start: dt.datetime, end: dt.datetime) -> TrafficWindow:
 
 
 def service_recorded() -> bool:
-    """Whether usage rows carry the calling service (issue 18 item 6); until then there is no per-service view."""
+    """Whether usage rows carry the calling service (issue 18 item 6: they do since usage migration 0010)."""
     return any(field.name == "service" for field in UsageMinute._meta.get_fields())
 
 
 def traffic_read(*, window: TrafficWindow, by: str = "operation") -> Traffic:
-    """Every counter per bucket in `window`, summed over customers: for the platform, and per `by` value."""
+    """Every counter per bucket in `window`, summed over customers: for the platform, and per `by` value (for
+    "service", checks made without one are NO_SERVICE's)."""
     rows = (
         USAGE_TABLES[window.granularity]
         .objects.filter(bucket__gte=window.start, bucket__lt=window.end)
@@ -108,6 +111,7 @@ def traffic_read(*, window: TrafficWindow, by: str = "operation") -> Traffic:
     groups: dict[str, Lines] = {}
     for bucket, name, *counts in rows:
         index = (bucket - window.start) // window.step
+        name = name or (NO_SERVICE if by == "service" else name)
         lines = groups.setdefault(name, {counter: [0] * size for counter in COUNTERS})
         for counter, count in zip(COUNTERS, counts, strict=True):
             lines[counter][index] += count or 0

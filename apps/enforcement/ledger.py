@@ -40,12 +40,13 @@ Key = tuple[str, str, int]  # customer, operation, minute
 
 
 def decision_counts(item: CheckItem, outcome: str, *, degraded: bool, now_ms: int) -> DecisionCounts:
-    """One decision as usage counts: its outcome (one of OUTCOMES), and the costs when it was allowed.
+    """One decision as usage counts: its outcome (one of OUTCOMES), and the costs when it was allowed, in the row
+    of the item's calling service and key prefix (named_resolve fills them in from the authenticated key).
     `degraded`: decided by a failure policy (allowed or denied only: a 503 is counted as unavailable)."""
     costs = dict(usage_costs(item)) if outcome == "allowed" else {}
     counts: dict[str, Any] = {name: int(name == outcome) for name in OUTCOMES}
     return DecisionCounts(item.customer, item.operation, now_ms // MINUTE_MS, degraded=int(degraded), costs=costs,
-                          **counts)  # fmt: skip
+                          service=item.service, api_key=item.api_key, **counts)  # fmt: skip
 
 
 def decisions_write(rows: list[DecisionCounts], spending: Spending) -> int:

@@ -61,7 +61,7 @@ def usage_report(item: CheckItem, instance: str, report: UsageReport, now: int) 
     if not item.dry_run and _first_time(item.customer, instance, report.sequence):
         counts = DecisionCounts(
             item.customer, item.operation, now // 60_000, allowed=report.allowed, denied=report.denied,
-            costs=dict(report.costs) if report.allowed else {},
+            costs=dict(report.costs) if report.allowed else {}, service=item.service, api_key=item.api_key,
         )  # fmt: skip
         decision_ledger.add(counts)
 

@@ -14,7 +14,8 @@ customer, resource or attribute value, and two different values never share a ke
                  The quantity is not in the key: a changed limit applies to the existing count.
                  Bucket keys name their period: a new period starts a fresh bucket.
     idempotency  <prefix>:i:{c=<customer>}:<request_id>          string, the first decision; TTL 10 min
-    usage        <prefix>:u:{c=<customer>}:<operation>:<minute>  hash per UTC minute (minute = epoch_ms // 60000):
+    usage        <prefix>:u:{c=<customer>}:<operation>[:s=<service>][:k=<key prefix>]:<minute>  hash per UTC
+                 minute (epoch_ms // 60000); s= and k= are left out when empty (keys of before read as ""):
                  allowed, denied, shadow_denied, cost:<unit> (summed over admitted checks), logged (decisions
                  written to the decision log), session_ms (store/sessions.py), and
                  <counter key>|<bucket start>: what admitted checks spent on a durable counter
@@ -127,6 +128,21 @@ def _components(entries: tuple[_Entry, ...], item: CheckItem) -> str:
     return text
 
 
+class UsageKeyParts(NamedTuple):
+    """What a usage key names (KeyLayout.parse_usage)."""
+
+    customer: str
+    operation: str
+    service: str
+    api_key: str
+    minute: int
+
+
+def _usage_dimensions(service: str, api_key: str) -> str:
+    """The "s=<service>:k=<key>:" part of a usage key, each left out when empty (the module docstring)."""
+    return (f"s={enc(service)}:" if service else "") + (f"k={enc(api_key)}:" if api_key else "")
+
+
 class _Compiled(NamedTuple):
     head: str
     tag_by: str
@@ -201,11 +217,12 @@ class KeyLayout:
 
     def usage_base(self, item: CheckItem) -> str:
         """The usage key of `item` without its minute (the script appends the minute of Redis time)."""
-        return f"{self.prefix}:u:{{c={enc(item.customer)}}}:{enc(item.operation)}:"
+        base = f"{self.prefix}:u:{{c={enc(item.customer)}}}:{enc(item.operation)}:"
+        return base + _usage_dimensions(item.service, item.api_key) if item.service or item.api_key else base
 
-    def usage_key(self, customer: str, operation: str, minute: int) -> str:
-        """The usage hash of one customer x operation x UTC minute (minute = epoch_ms // 60000)."""
-        return f"{self.prefix}:u:{{c={enc(customer)}}}:{enc(operation)}:{minute}"
+    def usage_key(self, customer: str, operation: str, minute: int, service: str = "", api_key: str = "") -> str:
+        """The usage hash of one customer x operation x service x key prefix x UTC minute (epoch_ms // 60000)."""
+        return f"{self.prefix}:u:{{c={enc(customer)}}}:{enc(operation)}:{_usage_dimensions(service, api_key)}{minute}"
 
     def epoch_key(self) -> str:
         """Set by the first check that finds it missing: its absence means Redis lost its data."""
@@ -217,12 +234,20 @@ class KeyLayout:
 
     def parse_usage_key(self, key: str) -> tuple[str, str, int]:
         """Split a usage key into (customer, operation, minute)."""
+        parts = self.parse_usage(key)
+        return parts.customer, parts.operation, parts.minute
+
+    def parse_usage(self, key: str) -> UsageKeyParts:
+        """A usage key's customer, operation, service, key prefix and minute ("" for a part it leaves out)."""
         head = f"{self.prefix}:u:{{c="
         if not key.startswith(head):
             raise InvalidCheck(f"not a usage key: {key!r}")
         customer, rest = key[len(head) :].split("}:", 1)
-        operation, minute = rest.split(":")
-        return unquote(customer), unquote(operation), int(minute)
+        operation, *middle, minute = rest.split(":")
+        got = {part[:2]: unquote(part[2:]) for part in middle}
+        if len(got) != len(middle) or not set(got) <= {"s=", "k="}:
+            raise InvalidCheck(f"not a usage key: {key!r}")
+        return UsageKeyParts(unquote(customer), unquote(operation), got.get("s=", ""), got.get("k=", ""), int(minute))
 
     def is_away_usage_key(self, key: str) -> bool:
         """A usage hash tagged by an IP or a limit (a cluster slot's part of a check): records only."""
@@ -230,8 +255,8 @@ class KeyLayout:
 
     def parse_away_usage_key(self, key: str) -> tuple[str, int]:
         """(operation, minute) of an away usage hash `<prefix>:u:{<tag>}:<operation>:<minute>`."""
-        operation, minute = key.split("}:", 1)[1].split(":")
-        return unquote(operation), int(minute)
+        parts = key.split("}:", 1)[1].split(":")
+        return unquote(parts[0]), int(parts[-1])
 
     def new_lease(self, counter_key: str, customer: str) -> tuple[str, str]:
         """Mint (lease_id, member) for a lease on `counter_key` held by `customer`."""

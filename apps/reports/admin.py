@@ -51,7 +51,8 @@ class ExportJobAdmin(admin.ModelAdmin):
     # What was asked for, then what changes as the job runs: each of those in a span the page's script
     # (static/reports/export_progress.js) rewrites from the status view, so the fields follow the progress bar.
     fields = (
-        "requested_by", "format", "granularity", "start", "end", "customers", "operations", "created_at",
+        "requested_by", "format", "granularity", "start", "end", "customers", "operations", "services",
+        "api_keys", "created_at",
         *(f"live_{name}" for name in LIVE_FIELDS),
     )  # fmt: skip
     readonly_fields = ("created_at", *(f"live_{name}" for name in LIVE_FIELDS))

@@ -6,6 +6,9 @@ Query parameters (anything else is refused with 400):
                every customer.
   operation    optional, repeatable (at most 100). A key limited to some operations reads only
                those (403 for another). Names are non-empty and hold no control characters (400).
+  service      optional, repeatable (at most 100): only the checks these calling services made; an empty
+               value selects the checks made without a service key (and usage counted before services were).
+  api_key      optional, repeatable: only the checks made with these API keys, by prefix ("" = without one).
   from, to     ISO 8601 with an offset (Z or ±hh:mm, + written %2B); rows with from <= bucket < to.
   granularity  minute | hour | day (default hour): the UsageMinute, UsageHour or UsageDay table.
                One request covers at most 7 days of minutes or 400 days of hours (400 beyond: narrow
@@ -13,13 +16,15 @@ Query parameters (anything else is refused with 400):
   format       json (default) | csv | xlsx.
   cursor       the `next` token of the previous JSON page.
 JSON: {"granularity", "from", "to", "rows": [{customer, operation, bucket, allowed, denied,
-shadow_denied, degraded, rule_denied, unavailable, costs, session_ms}], "next"}, rows ordered by bucket, customer,
-operation, at most USAGE_PAGE_SIZE per page; `next` is null on the last page, else the cursor of the
+shadow_denied, degraded, rule_denied, unavailable, costs, session_ms, service, api_key}], "next"}, one row per
+customer x operation x service x api_key x bucket, ordered by bucket, customer, operation, service, api_key, at most
+USAGE_PAGE_SIZE per page; `next` is null on the last page, else the cursor of the
 following one (keyset pagination: pages stay consistent while rows are added). CSV streams every row at
 once. XLSX is one workbook built before it is sent, so it is refused (400, naming `format`) beyond
 XLSX_MAX_ROWS rows: use CSV, or narrow the range. `session_ms` is the time the customer's leases on the
-operation were held in the bucket (measured from their lifetimes, exact milliseconds); it is the last field
-and column, so readers of the earlier ones are unaffected. Every format's columns are described in
+operation were held in the bucket (measured from their lifetimes, exact milliseconds); `service` and `api_key`
+(the calling service's name and key prefix, "" for none) come after it, the last columns, so readers of the
+earlier ones are unaffected. Every format's columns are described in
 apps/reports/exports. A JSON download of every row in one document is left to the admin and
 `manage.py export_usage`: programs page through the JSON above. Errors are always JSON in the one error shape.
 """
@@ -79,7 +84,7 @@ class UsageListApi(ServiceApi):
             (200, "text/csv"): OpenApiTypes.STR,
             (200, FORMATS["xlsx"].content_type): OpenApiTypes.BINARY,
         },
-        summary="Usage per customer and operation, by minute, hour or day (JSON pages, CSV or XLSX)",
+        summary="Usage per customer, operation, calling service and key, by minute, hour or day (JSON, CSV or XLSX)",
     )
     def get(self, request: Request) -> Response | StreamingHttpResponse | FileResponse:
         params = _parsed(request)
@@ -89,6 +94,8 @@ class UsageListApi(ServiceApi):
             end=params["to"],
             customers=tuple(dict.fromkeys(params.get("customer", ()))),
             operations=tuple(dict.fromkeys(params.get("operation", ()))),
+            services=tuple(dict.fromkeys(params.get("service", ()))),
+            api_keys=tuple(dict.fromkeys(params.get("api_key", ()))),
         )
         rows = usage_report_rows_for_key(principal=request_principal(request), filters=filters)
         if params["format"] == "csv":

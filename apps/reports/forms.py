@@ -9,7 +9,7 @@ from django import forms
 
 from apps.enforcement.parsing import MAX_CUSTOMER_LENGTH, MAX_OPERATION_LENGTH
 from apps.reports.exports import FORMATS
-from apps.reports.filters import MAX_NAMES, UsageFilters
+from apps.reports.filters import API_KEY_LENGTH, MAX_NAMES, SERVICE_LENGTH, UsageFilters
 
 DAY_ERRORS = {"invalid": "Enter a day as YYYY-MM-DD, e.g. 2026-03-01."}
 GRANULARITIES = [("minute", "Minute"), ("hour", "Hour"), ("day", "Day (UTC)")]
@@ -48,6 +48,17 @@ class UsageExportForm(forms.Form):
         max_length_each=MAX_OPERATION_LENGTH,
         noun="operation",
         help_text="Operation names, one per line. Leave empty for every operation.",
+    )
+    services = NameListField(
+        max_length_each=SERVICE_LENGTH,
+        noun="service",
+        help_text="Calling services' names, one per line. Leave empty for every service (and checks made without one).",
+    )
+    api_keys = NameListField(
+        max_length_each=API_KEY_LENGTH,
+        noun="API key",
+        label="API keys",
+        help_text="API key prefixes (the part before the dot), one per line. Leave empty for every key.",
     )
     start = forms.DateField(
         label="From",
@@ -88,6 +99,8 @@ class UsageExportForm(forms.Form):
             end=_midnight_utc(data["end"] + dt.timedelta(days=1)),
             customers=data["customers"],
             operations=data["operations"],
+            services=data["services"],
+            api_keys=data["api_keys"],
         )
 
 

@@ -34,6 +34,8 @@ class ExportJob(TimeStampedModel):
     end = models.DateTimeField(help_text="End of the range, excluded (UTC).")
     customers = models.JSONField(default=list, blank=True, help_text="Customer ids; empty: every customer.")
     operations = models.JSONField(default=list, blank=True, help_text="Operation names; empty: every operation.")
+    services = models.JSONField(default=list, blank=True, help_text="Calling services' names; empty: every one.")
+    api_keys = models.JSONField(default=list, blank=True, help_text="API key prefixes; empty: every key.")
     format = models.CharField(max_length=10, choices=[(name, f.label) for name, f in FORMATS.items()])
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     rows_done = models.PositiveBigIntegerField(default=0)
@@ -75,6 +77,8 @@ class ExportJob(TimeStampedModel):
             end=self.end,
             customers=tuple(self.customers),
             operations=tuple(self.operations),
+            services=tuple(self.services),
+            api_keys=tuple(self.api_keys),
         )
 
     @property

@@ -27,7 +27,7 @@ MAX_RANGE: dict[str, dt.timedelta | None] = {
     "hour": dt.timedelta(days=400),
     "day": None,
 }
-ORDER = ("bucket", "customer", "operation")
+ORDER = ("bucket", "customer", "operation", "service", "api_key")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,8 @@ class Position:
     bucket: dt.datetime
     customer: str
     operation: str
+    service: str = ""
+    api_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +59,16 @@ def usage_authorize(*, principal: ApiPrincipal, customer: str | None, operation:
 
 
 def usage_report_rows(*, filters: UsageFilters) -> QuerySet[UsageBucket]:
-    """Every row the filters select, in ORDER (bucket, customer, operation)."""
+    """Every row the filters select, in ORDER (bucket, customer, operation, service, api_key)."""
     rows = USAGE_TABLES[filters.granularity].objects.filter(bucket__gte=filters.start, bucket__lt=filters.end)
     if filters.customers:
         rows = rows.filter(customer__in=filters.customers)
     if filters.operations:
         rows = rows.filter(operation__in=filters.operations)
+    if filters.services:
+        rows = rows.filter(service__in=filters.services)
+    if filters.api_keys:
+        rows = rows.filter(api_key__in=filters.api_keys)
     return rows.order_by(*ORDER)
 
 
@@ -85,16 +91,21 @@ def usage_report_rows_for_key(*, principal: ApiPrincipal, filters: UsageFilters)
 def usage_report_page(*, rows: QuerySet[UsageBucket], after: Position | None, size: int) -> UsagePage:
     """One page of `rows` (in ORDER) after `after`: keyset pagination, stable while rows are added."""
     if after is not None:
-        rows = rows.filter(
-            Q(bucket__gt=after.bucket)
-            | Q(bucket=after.bucket, customer__gt=after.customer)
-            | Q(bucket=after.bucket, customer=after.customer, operation__gt=after.operation)
-        )
+        rows = rows.filter(_after(after))
     found = list(rows[: size + 1])
     if len(found) <= size:
         return UsagePage(found, None)
     last = found[size - 1]
-    return UsagePage(found[:size], Position(last.bucket, last.customer, last.operation))
+    return UsagePage(found[:size], Position(*(getattr(last, name) for name in ORDER)))
+
+
+def _after(position: Position) -> Q:
+    """Rows after `position` in ORDER: greater in one field of ORDER, equal in every field before it."""
+    values = [getattr(position, name) for name in ORDER]
+    after = Q()
+    for index, name in enumerate(ORDER):
+        after |= Q(**dict(zip(ORDER[:index], values[:index], strict=True)), **{f"{name}__gt": values[index]})
+    return after
 
 
 def usage_report_count(*, rows: QuerySet[UsageBucket], cap: int | None = None) -> int:
@@ -148,6 +159,8 @@ def export_job_title(job: ExportJob) -> str:
     """'Usage export #7: 2026-03-01 to 2026-03-04 (UTC), per hour, every customer, as CSV'."""
     who = _names(job.customers, "customer")
     what = "" if not job.operations else f", {_names(job.operations, 'operation')}"
+    what += "" if not job.services else f", {_names(job.services, 'service')}"
+    what += "" if not job.api_keys else f", {_names(job.api_keys, 'key')}"
     return f"Usage export #{job.pk}: {job.range_text}, per {job.granularity}, {who}{what}, as {job.format.upper()}"
 
 

@@ -13,7 +13,7 @@ from rest_framework import serializers
 from apps.enforcement import parsing
 from apps.enforcement.serializers import text_field
 from apps.reports.exports.columns import COLUMN_DOCS
-from apps.reports.filters import MAX_NAMES
+from apps.reports.filters import API_KEY_LENGTH, MAX_NAMES, SERVICE_LENGTH
 from apps.reports.selectors import MAX_RANGE, Position
 from apps.usage.selectors import USAGE_TABLES
 
@@ -49,23 +49,48 @@ class OffsetDateTimeField(serializers.DateTimeField):
 
 def cursor_encode(position: Position) -> str:
     """The opaque `next` token of a page: where the following page starts."""
-    raw = json.dumps([position.bucket.isoformat(), position.customer, position.operation])
+    raw = json.dumps(
+        [position.bucket.isoformat(), position.customer, position.operation, position.service, position.api_key]
+    )
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
 def cursor_decode(token: str) -> Position:
+    """A `next` token back into its position; a token of before services were recorded (three parts) reads as
+    service "" and key "", the first of its bucket, customer and operation."""
     try:
-        bucket, customer, operation = json.loads(base64.urlsafe_b64decode(token.encode() + b"==").decode())
-        position = Position(dt.datetime.fromisoformat(bucket), customer, operation)
+        bucket, *names = json.loads(base64.urlsafe_b64decode(token.encode() + b"==").decode())
+        if len(names) not in (2, 4) or not all(isinstance(name, str) for name in names):
+            raise ValueError(names)
+        position = Position(dt.datetime.fromisoformat(bucket), *names)
     except (ValueError, TypeError, UnicodeError, RecursionError, binascii.Error):
         raise serializers.ValidationError(NOT_A_CURSOR) from None
-    if not (_plain_text(customer) and _plain_text(operation)) or position.bucket.utcoffset() is None:
+    named = (position.customer, position.operation)
+    caller = (position.service, position.api_key)
+    if not all(map(_plain_text, named)) or position.bucket.utcoffset() is None or not all(map(_caller_text, caller)):
         raise serializers.ValidationError(NOT_A_CURSOR)
     return position
 
 
 def _plain_text(value: Any) -> bool:
     return parsing.text_problem(value, parsing.MAX_CUSTOMER_LENGTH) is None
+
+
+def _caller_text(value: str) -> bool:
+    """A service name or key prefix as usage rows hold it: "" (none) or plain text."""
+    return not value or _plain_text(value)
+
+
+def no_control(value: str) -> None:
+    if parsing.CONTROL.search(value):
+        raise serializers.ValidationError(parsing.NO_CONTROL)
+
+
+def caller_field(max_length: int) -> serializers.CharField:
+    """A service name or key prefix to filter on: "" selects the checks made without one."""
+    return serializers.CharField(
+        max_length=max_length, allow_blank=True, trim_whitespace=False, validators=[no_control]
+    )
 
 
 def _renamed_from(fields: dict[str, Any]) -> dict[str, Any]:
@@ -102,6 +127,21 @@ class UsageQuerySerializer(serializers.Serializer):
         required=False,
         max_length=MAX_NAMES,
         help_text="Only these operations (repeat the parameter for several).",
+    )
+    service = RepeatedField(
+        child=caller_field(SERVICE_LENGTH),
+        required=False,
+        max_length=MAX_NAMES,
+        help_text="Only the checks these calling services made (their names; repeat for several). An empty value, "
+        "`service=`, selects checks made without a service key (the admin's session) and usage counted before "
+        "services were recorded.",
+    )
+    api_key = RepeatedField(
+        child=caller_field(API_KEY_LENGTH),
+        required=False,
+        max_length=MAX_NAMES,
+        help_text="Only the checks made with these API keys, by their prefix (the part before the dot, shown in "
+        "the admin; never the secret). `api_key=` selects checks made without a key.",
     )
     from_ = OffsetDateTimeField(help_text="Start (inclusive): ISO 8601 with an offset.")
     to = OffsetDateTimeField(help_text="End (exclusive): ISO 8601 with an offset, after `from`.")
@@ -150,6 +190,8 @@ class UsageRowSerializer(serializers.Serializer):
     unavailable = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["unavailable"])
     costs = serializers.DictField(child=serializers.IntegerField(min_value=0), help_text="Admitted cost per unit.")
     session_ms = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["session_ms"])
+    service = serializers.CharField(allow_blank=True, help_text=COLUMN_HELP["service"])
+    api_key = serializers.CharField(allow_blank=True, help_text=COLUMN_HELP["api_key"])
 
 
 class UsageListSerializer(serializers.Serializer):

@@ -112,6 +112,8 @@ def export_job_create(*, requested_by: Any, filters: UsageFilters, fmt: str) -> 
         end=filters.end,
         customers=list(filters.customers),
         operations=list(filters.operations),
+        services=list(filters.services),
+        api_keys=list(filters.api_keys),
         format=fmt,
     )
     job.full_clean()

@@ -1,4 +1,5 @@
-"""Read-only admin for the usage tables, tuned for tables too big to count."""
+"""Read-only admin for the usage tables, tuned for tables too big to count: per customer, per calling service and
+per API key alike (list filters for the service and the key, exact searches on each)."""
 
 from django.contrib import admin
 from django.core.paginator import Paginator
@@ -8,6 +9,40 @@ from django.http import HttpRequest
 from django.utils.functional import cached_property
 
 from apps.usage.models import QuarantinedUsage, UsageDay, UsageHour, UsageMinute
+from apps.usage.selectors import usage_callers
+
+# What the list shows for a row made without a service or key (the admin's session, or counted before they were).
+NONE_SHOWN = "(none)"
+NONE_VALUE = "-"  # the filter's value for "" (an empty query value would mean no filter)
+
+
+class _CallerFilter(admin.SimpleListFilter):
+    """Rows of one calling service (or key prefix). Its choices come from the day table, small at any scale (one
+    row per customer x operation x service x key x day), so listing them never reads the minute table."""
+
+    field = "service"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [(value or NONE_VALUE, value or NONE_SHOWN) for value in usage_callers(field=self.field)]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Model]) -> QuerySet[Model]:
+        value = self.value()
+        if value is None:
+            return queryset
+        return queryset.filter(**{self.field: "" if value == NONE_VALUE else value})
+
+
+class ServiceFilter(_CallerFilter):
+    title = "calling service"
+    parameter_name = "service"
+    field = "service"
+
+
+class ApiKeyFilter(_CallerFilter):
+    title = "API key (prefix)"
+    parameter_name = "api_key"
+    field = "api_key"
+
 
 # Counting stops here: above it the changelist shows the planner's estimate (or this number).
 COUNT_CAP = 10_000
@@ -46,6 +81,8 @@ class UsageAdmin(admin.ModelAdmin):
         "bucket",
         "customer",
         "operation",
+        "service",
+        "api_key",
         "allowed",
         "denied",
         "shadow_denied",
@@ -54,10 +91,10 @@ class UsageAdmin(admin.ModelAdmin):
         "unavailable",
         "costs",
     )
-    list_filter = (("bucket", admin.DateFieldListFilter),)
-    # Exact matches only: they use the (customer, operation, bucket) index; icontains would scan.
-    search_fields = ("customer__exact", "operation__exact")
-    search_help_text = "An exact customer id or operation name."
+    list_filter = (("bucket", admin.DateFieldListFilter), ServiceFilter, ApiKeyFilter)
+    # Exact matches only: customers use the (customer, operation, bucket, ...) index; icontains would scan.
+    search_fields = ("customer__exact", "operation__exact", "service__exact", "api_key__exact")
+    search_help_text = "An exact customer id, operation name, calling service's name or API key prefix."
     paginator = CappedCountPaginator
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER

@@ -5,13 +5,19 @@ COUNTERS = ("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "un
 # Every summed column: the counters, the session time measured from lease lifetimes, and the decisions the
 # decision log recorded (apps/quality compares them with the entries it drained).
 AMOUNTS = (*COUNTERS, "session_ms", "logged")
+# What tells one usage row from another in a table (the unique constraints, the upserts' ON CONFLICT): the bucket
+# third, so the index still serves a customer's (and a customer x operation's) range of buckets.
+UNIQUE_FIELDS = ("customer", "operation", "bucket", "service", "api_key")
 
 
 class UsageBucket(models.Model):
-    """Abstract: usage of one customer × operation in one time bucket.
+    """Abstract: usage of one customer × operation × calling service × API key in one time bucket.
 
-    Customers and operations are stored by name, not by foreign key: usage is history and
-    must survive a customer or operation being renamed away or deleted.
+    Customers, operations and services are stored by name, not by foreign key: usage is history and
+    must survive a customer, operation or service being renamed away or deleted. `service` is the calling
+    service's name and `api_key` the calling key's prefix (never its secret), "" for checks made without them
+    (the admin's session, the SDK's local limiter reporting without a key) and for rows counted before they
+    were recorded.
     Every check the API answered is counted in exactly one of `allowed`, `denied`, `rule_denied` and
     `unavailable`; `shadow_denied` and `degraded` count a part of those again.
     `costs` holds the admitted cost per unit, e.g. {"requests": 12, "records": 3400}. `session_ms` is the time
@@ -22,6 +28,12 @@ class UsageBucket(models.Model):
 
     customer = models.CharField(max_length=200)
     operation = models.CharField(max_length=100)
+    service = models.CharField(
+        max_length=100, default="", db_default="", blank=True, help_text="The calling service's name; '' for none."
+    )
+    api_key = models.CharField(
+        max_length=16, default="", db_default="", blank=True, help_text="The calling API key's prefix; '' for none."
+    )
     bucket = models.DateTimeField(help_text="Start of the bucket, UTC.")
     allowed = models.PositiveBigIntegerField(default=0, help_text="Checks admitted (an access rule's allow included).")
     denied = models.PositiveBigIntegerField(default=0, help_text="Checks refused by a limit.")
@@ -53,10 +65,11 @@ class UsageBucket(models.Model):
 
     class Meta:
         abstract = True
-        ordering = ["-bucket", "customer", "operation"]
+        ordering = ["-bucket", "customer", "operation", "service", "api_key"]
 
     def __str__(self) -> str:
-        return f"{self.customer} {self.operation} @ {self.bucket:%Y-%m-%d %H:%M}"
+        caller = f" ({self.service or 'no service'}{f', key {self.api_key}' if self.api_key else ''})"
+        return f"{self.customer} {self.operation}{caller} @ {self.bucket:%Y-%m-%d %H:%M}"
 
 
 class UsageMinute(UsageBucket):
@@ -65,7 +78,7 @@ class UsageMinute(UsageBucket):
 
     class Meta(UsageBucket.Meta):
         constraints = [
-            models.UniqueConstraint(fields=["customer", "operation", "bucket"], name="usage_minute_unique"),
+            models.UniqueConstraint(fields=[*UNIQUE_FIELDS], name="usage_minute_unique"),
         ]
         indexes = [models.Index(fields=["bucket"], name="usage_minute_bucket")]
 
@@ -75,7 +88,7 @@ class UsageHour(UsageBucket):
 
     class Meta(UsageBucket.Meta):
         constraints = [
-            models.UniqueConstraint(fields=["customer", "operation", "bucket"], name="usage_hour_unique"),
+            models.UniqueConstraint(fields=[*UNIQUE_FIELDS], name="usage_hour_unique"),
         ]
         indexes = [models.Index(fields=["bucket"], name="usage_hour_bucket")]
 
@@ -85,7 +98,7 @@ class UsageDay(UsageBucket):
 
     class Meta(UsageBucket.Meta):
         constraints = [
-            models.UniqueConstraint(fields=["customer", "operation", "bucket"], name="usage_day_unique"),
+            models.UniqueConstraint(fields=[*UNIQUE_FIELDS], name="usage_day_unique"),
         ]
         indexes = [models.Index(fields=["bucket"], name="usage_day_bucket")]
 

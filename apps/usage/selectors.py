@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 USAGE_TABLES: dict[str, type[UsageBucket]] = {"minute": UsageMinute, "hour": UsageHour, "day": UsageDay}
 MINUTE_MS = 60_000
+# Most services (or keys) the admin's list filter offers.
+MAX_CALLERS = 200
 # What a customer's usage series holds per operation: the decision counters, then the session time (ms) its leases
 # were held. Not every stored amount: `logged` is the decision log's bookkeeping, not the customer's usage.
 SERIES_AMOUNTS = (*COUNTERS, "session_ms")
@@ -167,6 +169,45 @@ def usage_busiest_customers(
     """The customers with the most checks their limits decided (allowed + denied) in [start, end), busiest first."""
     rows = _customer_totals(granularity, start, end).annotate(total=F("total_allowed") + F("total_denied"))
     return _as_totals(rows.order_by("-total", "customer")[:count])
+
+
+def usage_callers(*, field: str = "service") -> list[str]:
+    """Every calling service's name (field "service") or API key prefix ("api_key") usage rows hold, "" (none)
+    first: read from the day table, the smallest (one row per customer x operation x caller x day)."""
+    values = UsageDay.objects.order_by(field).values_list(field, flat=True).distinct()
+    return list(values[:MAX_CALLERS])
+
+
+@dataclass(frozen=True, slots=True)
+class CallerTotals:
+    """One operation's usage by one calling service and key over a range (the customer page's table)."""
+
+    operation: str
+    service: str
+    api_key: str
+    totals: dict[str, int]  # per SERIES_AMOUNTS
+
+
+def usage_by_caller(*, customer: str, usage_range: UsageRange, now: dt.datetime) -> list[CallerTotals]:
+    """`customer`'s usage over `usage_range` per operation x calling service x API key, by operation then busiest
+    first: who made the checks the charts count."""
+    start, end = usage_range.bounds(now)
+    rows = (
+        USAGE_TABLES[usage_range.granularity]
+        .objects.filter(customer=customer, bucket__gte=start, bucket__lt=end)
+        .values_list("operation", "service", "api_key")
+        .annotate(*(Sum(amount) for amount in SERIES_AMOUNTS))
+        .order_by()
+    )
+    found = [
+        CallerTotals(operation, service, api_key, dict(zip(SERIES_AMOUNTS, sums, strict=True)))
+        for operation, service, api_key, *sums in rows
+    ]
+    return sorted(found, key=lambda row: (row.operation, -_checks(row.totals), row.service, row.api_key))
+
+
+def _checks(totals: dict[str, int]) -> int:
+    return sum(totals[name] for name in ("allowed", "denied", "rule_denied", "unavailable"))
 
 
 def counter_history(*, counter: str, since_ms: int, now_ms: int) -> list[tuple[int, int]]:

@@ -67,10 +67,12 @@ def test_the_last_hour_adds_up_every_customer_per_minute_and_per_operation(admin
     assert (rows["PutRecords"]["checks"], rows["PutRecords"]["denied"], rows["PutRecords"]["degraded"]) == (47, 6, 2)
     assert rows["ModifyShardCount"]["denied_percent"] == 50
     page = response.content.decode()
-    assert page.count('<svg class="usage-chart"') == 3, "the platform, then one per operation"
+    assert page.count('<svg class="usage-chart"') == 4, "the platform, one per operation, one per service"
     for series in ("allowed", "denied", "degraded", "rule_denied", "unavailable"):
         assert f'data-series="{series}"' in page
-    assert "Usage rows do not record the calling service yet" in page
+    assert "Usage rows do not record the calling service yet" not in page, (
+        "they do (tests/console/test_traffic_by_service.py)"
+    )
 
 
 def test_rates_are_per_second_once_the_busiest_bucket_reaches_one_a_second(admin_client) -> None:
@@ -174,7 +176,7 @@ def test_the_json_view_returns_the_same_numbers_and_the_live_part_to_swap_in(adm
     assert data["totals"] == page.context["totals"]
     assert [(row["name"], row["denied"]) for row in data["operations"]] == [("PutRecords", 2)]
     assert data["top_throttled"][0]["customer"] == "acct-1"
-    assert data["services"] is None
+    assert [(row["name"], row["checks"]) for row in data["services"]] == [("(no service)", 10)]
     assert data["html"].lstrip().startswith('<h2 id="platform">Whole platform: 10 checks')
     assert page.context["data_url"] == url(DATA, range="hour")
 

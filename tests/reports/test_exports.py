@@ -67,8 +67,9 @@ def test_every_column_is_documented_in_the_module_docstring_in_order() -> None:
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_each_format_has_the_decision_counters_with_their_values(fmt) -> None:
     UsageHourFactory(
-        customer="acct-1", bucket=DAY0, allowed=5, denied=2, degraded=4, rule_denied=3, unavailable=6, session_ms=90_250
-    )
+        customer="acct-1", bucket=DAY0, allowed=5, denied=2, degraded=4, rule_denied=3, unavailable=6,
+        session_ms=90_250, service="ingest", api_key="qp_ab12cd34",
+    )  # fmt: skip
 
     (row,) = PARSERS[fmt](written(fmt, all_days()))
 
@@ -84,13 +85,17 @@ def test_each_format_has_the_decision_counters_with_their_values(fmt) -> None:
         "unavailable": 6,
         "costs": {"requests": 10, "records": 4000},
         "session_ms": 90_250,
+        "service": "ingest",
+        "api_key": "qp_ab12cd34",
     }
 
 
 def test_every_counter_is_documented_with_what_it_counts() -> None:
     meanings = dict(COLUMN_DOCS)
 
-    assert ("customer", "operation", "bucket", *COUNTERS, "costs", "session_ms") == COLUMNS, "counters, session time"
+    assert ("customer", "operation", "bucket", *COUNTERS, "costs", "session_ms", "service", "api_key") == COLUMNS, (
+        "counters, session time, then who made the checks: appended, so no earlier column moved"
+    )
 
     assert "without Redis" in meanings["degraded"]
     assert "also counted in allowed or denied" in meanings["degraded"]
@@ -195,6 +200,8 @@ def test_the_json_export_opens_with_its_filters() -> None:
         "to": "2026-03-05T00:00:00+00:00",
         "customers": [],
         "operations": ["PutRecords"],
+        "services": [],
+        "api_keys": [],
         "generated": "2026-03-01T00:00:00+00:00",
         "rows": [],
     }

@@ -24,8 +24,11 @@ BIGGEST_COUNT = 2**53 - 1
 FACTORY_BY_GRANULARITY = {"minute": UsageMinuteFactory, "hour": UsageHourFactory, "day": UsageDayFactory}
 # Every format's columns, in this order; the test states them rather than reading COLUMNS from the code.
 COUNTS = ("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable")
-# Session time comes last, after costs: the columns before it keep the positions they had without it.
-HEADER = ("customer", "operation", "bucket", *COUNTS, "costs", "session_ms")
+# Session time comes after costs, then the calling service and key: the columns before each keep the positions they
+# had without it.
+HEADER = ("customer", "operation", "bucket", *COUNTS, "costs", "session_ms", "service", "api_key")
+# Calling services (and their key prefixes): none, plain ones, and one a spreadsheet would run as a formula.
+CALLERS = (("", ""), ("ingest", "qp_ab12cd34"), ("=billing", "qp_ff00ee11"))
 STEP = {"minute": dt.timedelta(minutes=1), "hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1)}
 
 
@@ -37,10 +40,13 @@ def usage_generate(granularity: str = "hour", *, seed: int = 6, per_series: int 
     for customer in CUSTOMERS:
         for operation in OPERATIONS:
             for bucket in sorted(rng.sample(buckets, min(per_series, len(buckets)))):
+                service, api_key = rng.choice(CALLERS)
                 FACTORY_BY_GRANULARITY[granularity](
                     customer=customer,
                     operation=operation,
                     bucket=bucket,
+                    service=service,
+                    api_key=api_key,
                     allowed=rng.choice([0, 1, rng.randrange(10**6), BIGGEST_COUNT]),
                     denied=rng.randrange(1000),
                     shadow_denied=rng.choice([0, rng.randrange(10**12)]),
@@ -70,6 +76,8 @@ def db_rows(filters: UsageFilters) -> list[tuple]:
             *(getattr(row, name) for name in COUNTS),
             row.costs,
             row.session_ms,
+            row.service,
+            row.api_key,
         )
         for row in usage_report_rows(filters=filters)
     ]
@@ -79,9 +87,14 @@ def parsed_csv(data: bytes) -> list[tuple]:
     lines = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
     assert lines[0] == list(HEADER)
     return [
-        (c, o, b, *map(int, counts), json.loads(costs), int(session_ms))
-        for c, o, b, *counts, costs, session_ms in lines[1:]
+        (c, o, b, *map(int, counts), json.loads(costs), int(session_ms), _undefused(service), api_key)
+        for c, o, b, *counts, costs, session_ms, service, api_key in lines[1:]
     ]
+
+
+def _undefused(text: str) -> str:
+    """A CSV cell with the quote the export puts before a would-be formula taken off (only this set's '=billing')."""
+    return text[1:] if text.startswith("'=") else text
 
 
 def parsed_json(data: bytes) -> list[tuple]:
@@ -99,10 +112,11 @@ def parsed_xlsx(data: bytes) -> list[tuple]:
             continue
         values = list(sheet.iter_rows(values_only=True))
         assert values[0] == HEADER
-        for c, o, b, *counts, costs, session_ms in values[1:]:
+        for c, o, b, *counts, costs, session_ms, service, api_key in values[1:]:
             # Counts must come back as integers, never as floats that may have lost digits.
             assert all(type(n) is int for n in (*counts, session_ms)), (counts, session_ms)
-            rows.append((c, o, b, *counts, json.loads(costs), session_ms))
+            # An empty text cell reads back as None.
+            rows.append((c, o, b, *counts, json.loads(costs), session_ms, service or "", api_key or ""))
     workbook.close()
     return rows
 

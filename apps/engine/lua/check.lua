@@ -7,7 +7,8 @@
 -- ARGV: [1] now ms ('' = Redis TIME)  [2] 'i' independent | 'a' atomic  [3] usage index base ("<prefix>:ui:")
 --       [4] the numbers below, packed as little-endian doubles (every one an integer below 2^53, so
 --           exact; one struct.unpack instead of parsing text)
---       [5..] the strings the numbers name by ARGV index: usage bases ("<prefix>:u:{c=..}:<op>:"),
+--       [5..] the strings the numbers name by ARGV index: usage bases ("<prefix>:u:{c=..}:<op>:", then
+--           "s=<service>:" and "k=<key prefix>:" when the check has them; the script appends the minute),
 --           unit names, lease payloads (concurrency.lua), descriptors ("<lease id>|<limits JSON>|<fingerprint>",
 --           stored with the decision; the fingerprint, 16 hex digits, hashes the request's parameters)
 -- numbers: <definition count> <item count>

@@ -111,8 +111,9 @@ local function log_setup(cap, instance, now)
       call('PEXPIRE', stream, '172800000')
     end
   end
+  -- The operation of a usage base "<prefix>:u:{<tag>}:<operation>:[s=<service>:][k=<key>:]" (keys.py).
   function LOG.operation(usage_base)
-    return unquote(match(usage_base, '}:([^:]*):$') or '')
+    return unquote(match(usage_base, '}:([^:]*):') or '')
   end
   -- A renew or release of lease `member` on concurrency set `key` (operation: from its record, '' without).
   function LOG.lease(stream, event, key, member, expires, operation)

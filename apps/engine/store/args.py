@@ -12,7 +12,8 @@ ARGV:
     [1] now ms ('' = Redis TIME)    [2] 'a' atomic | 'i' independent    [3] usage index base ("<prefix>:ui:")
     [4] the numbers below, packed as little-endian doubles (every one an integer below 2**53, so exact;
         one struct.unpack in the script instead of parsing text)
-    [5..] the strings the numbers name by ARGV index: usage bases and unit names (once each), lease
+    [5..] the strings the numbers name by ARGV index: usage bases (KeyLayout.usage_base: customer, operation,
+        and the calling service and key prefix when the check has them) and unit names (once each), lease
         payloads (plan.ItemPlan.lease_payload: the member, the lease record's key and body) and descriptors
         (one per item that has one)
 

@@ -16,8 +16,9 @@ Records = dict[tuple[str, int], int]
 
 @dataclass(frozen=True, slots=True)
 class UsageRow:
-    """Usage of one customer x operation during one UTC minute (minute = epoch_ms // 60000), with what its
-    admitted checks spent on durable counters (`records`, see durability.py)."""
+    """Usage of one customer x operation x calling service x API key prefix during one UTC minute (minute =
+    epoch_ms // 60000), with what its admitted checks spent on durable counters (`records`, see durability.py).
+    `service` and `api_key` are "" for checks made without them and for usage keys of the old layout (keys.py)."""
 
     customer: str
     operation: str
@@ -29,6 +30,8 @@ class UsageRow:
     records: Records = field(default_factory=dict)
     session_ms: int = 0  # lease time held in the minute (store/sessions.py)
     logged: int = 0  # decisions written to the decision log (decision_log.py), to check the log lost none
+    service: str = ""  # the calling service's name
+    api_key: str = ""  # the calling key's prefix (never its secret)
 
 
 class Store(Protocol):
@@ -102,12 +105,14 @@ def usage_row(layout: KeyLayout, key: str, counters: dict[str, int]) -> UsageRow
     if layout.is_away_usage_key(key):
         operation, minute = layout.parse_away_usage_key(key)
         return UsageRow("", operation, minute, records=_records(layout, counters))
-    customer, operation, minute = layout.parse_usage_key(key)
+    customer, operation, service, api_key, minute = layout.parse_usage(key)
     costs = {name[5:]: amount for name, amount in counters.items() if name.startswith("cost:")}
     allowed, denied, shadow = (counters.get(name, 0) for name in ("allowed", "denied", "shadow_denied"))
     records, session_ms = _records(layout, counters), counters.get("session_ms", 0)
     logged = counters.get("logged", 0)
-    return UsageRow(customer, operation, minute, allowed, denied, shadow, costs, records, session_ms, logged)
+    return UsageRow(
+        customer, operation, minute, allowed, denied, shadow, costs, records, session_ms, logged, service, api_key
+    )
 
 
 def _records(layout: KeyLayout, counters: dict[str, int]) -> Records:

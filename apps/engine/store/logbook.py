@@ -75,7 +75,8 @@ def lease_entry(
     prefix: str, kind: str, key: str, member: str, now: int, instance: str, expires: int, usage_base: str | None
 ) -> LogEntry:
     """A renew or release of lease `member` on concurrency set `key` (usage_base: from its record, or None)."""
-    operation = unquote(usage_base.split("}:", 1)[1][:-1]) if usage_base else ""
+    # "<prefix>:u:{<tag>}:<operation>:[s=<service>:][k=<key>:]" (keys.py): the operation is the first part.
+    operation = unquote(usage_base.split("}:", 1)[1].split(":", 1)[0]) if usage_base else ""
     limit = unquote(key[len(prefix) + 1 :].split("}:", 1)[1].split(":", 2)[1])
     return LogEntry(
         "", now, kind, member_owner(member), operation, limit, CONCURRENCY, key, mode=MODE_EXACT, instance=instance,

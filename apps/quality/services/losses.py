@@ -77,7 +77,9 @@ def _minute_check(minute: int, report: LossReport) -> None:
     start = dt.datetime.fromtimestamp(minute * 60, tz=dt.UTC)
     end = start + dt.timedelta(minutes=1)
     usage = UsageMinute.objects.filter(bucket=start, logged__gt=0).values_list("customer", "operation", "logged")
-    logged: Counter[Key] = Counter({(customer, operation): count for customer, operation, count in usage})
+    logged: Counter[Key] = Counter()
+    for customer, operation, count in usage:  # one row per calling service and key: summed
+        logged[(customer, operation)] += count
     events = DecisionEvent.objects.filter(at__gte=start, at__lt=end, kind__in=DECISION_EVENTS)
     counted = events.order_by().values_list("customer", "operation").annotate(count=Count("id"))
     drained: Counter[Key] = Counter({(customer, operation): count for customer, operation, count in counted})

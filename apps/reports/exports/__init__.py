@@ -21,12 +21,17 @@ and of the table on the admin export page):
                  by the counter store from the leases' lifetimes (acquired to released, or to expiry), not a
                  cost the caller reports; 0 where no lease was held (integer). It comes last, after costs,
                  so every column before it keeps the position it had before session time was exported.
+  service        the calling service's name, from the API key the checks were made with; empty for checks
+                 made without a service key (the admin's session) and for usage counted before services were
+                 recorded. Appended after session_ms, like api_key, so no earlier column moved.
+  api_key        the prefix of that API key (never its secret); empty as for service
 
 Every check is counted once, in allowed, denied, rule_denied or unavailable; session_ms is time, not
-checks. Rows come ordered by bucket, customer, operation. Numbers are the stored integers, exactly:
+checks. A row is one customer x operation x service x api_key x bucket; rows come ordered by bucket, customer,
+operation, service, api_key. Numbers are the stored integers, exactly:
 
 - CSV (text/csv, UTF-8, no byte order mark, CRLF line ends): a header line, then one line per row;
-  `costs` is a JSON text cell. A customer or operation that a spreadsheet would run as a formula (it
+  `costs` is a JSON text cell. A customer, operation or service that a spreadsheet would run as a formula (it
   starts with = + - @, a tab or a carriage return) gets a single quote in front; nothing else changes.
 - XLSX: sheet "usage" holds the header and the rows (past Excel's 1,048,576 rows per sheet they continue
   on "usage 2", "usage 3", ... each with the header again), then sheet "about" lists the filters, the
@@ -37,7 +42,7 @@ checks. Rows come ordered by bucket, customer, operation. Numbers are the stored
 - JSON (application/json, UTF-8): one object, the filters first, then "rows": a list of objects with the
   columns above as keys, `costs` as a JSON object, counts and session_ms as JSON integers:
   {"granularity": "hour", "from": "...", "to": "...", "customers": [...], "operations": [...],
-   "generated": "...", "rows": [{"customer": ..., ...}, ...]}
+   "services": [...], "api_keys": [...], "generated": "...", "rows": [{"customer": ..., ...}, ...]}
 """
 
 from __future__ import annotations

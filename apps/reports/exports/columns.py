@@ -39,7 +39,18 @@ COLUMN_DOCS: tuple[tuple[str, str], ...] = (
         "session_ms",
         "Milliseconds the customer's leases on the operation were held within the bucket, measured by the counter "
         "store from the leases' lifetimes (acquired to released, or to expiry), not reported by the caller; "
-        "0 for an operation without leases (integer). Last, so the columns before it keep their positions.",
+        "0 for an operation without leases (integer). After costs, so the columns before it keep their positions.",
+    ),
+    (
+        "service",
+        "The calling service's name, from the API key the checks were made with; empty for checks made without a "
+        "service key (the admin's session) and for usage counted before services were recorded. After session_ms, "
+        "so the columns before it keep their positions.",
+    ),
+    (
+        "api_key",
+        "The prefix of the API key the checks were made with (the part before the dot shown in the admin, never the "
+        "secret); empty as for service. Rows differ by customer, operation, bucket, service and api_key.",
     ),
 )
 COLUMNS: tuple[str, ...] = tuple(name for name, _ in COLUMN_DOCS)
@@ -47,6 +58,8 @@ COLUMNS: tuple[str, ...] = tuple(name for name, _ in COLUMN_DOCS)
 COUNT_COLUMNS: tuple[str, ...] = COUNTERS
 # The integer columns after `costs`, written as numbers too.
 TIME_COLUMNS: tuple[str, ...] = ("session_ms",)
+# The text columns after those: who made the checks (appended last, so earlier columns keep their positions).
+CALLER_COLUMNS: tuple[str, ...] = ("service", "api_key")
 
 
 def bucket_text(row: UsageBucket) -> str:
@@ -72,4 +85,6 @@ def usage_row_dict(row: UsageBucket) -> dict[str, object]:
         "unavailable": row.unavailable,
         "costs": row.costs,
         "session_ms": row.session_ms,
+        "service": row.service,
+        "api_key": row.api_key,
     }

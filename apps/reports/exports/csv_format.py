@@ -7,7 +7,14 @@ import io
 from collections.abc import Iterable, Iterator, Mapping
 from typing import BinaryIO
 
-from apps.reports.exports.columns import COLUMNS, COUNT_COLUMNS, TIME_COLUMNS, bucket_text, costs_text
+from apps.reports.exports.columns import (
+    CALLER_COLUMNS,
+    COLUMNS,
+    COUNT_COLUMNS,
+    TIME_COLUMNS,
+    bucket_text,
+    costs_text,
+)
 from apps.usage.models import UsageBucket
 
 # A text cell that a spreadsheet opening the file would run as a formula starts with one of these.
@@ -35,6 +42,7 @@ def usage_csv_lines(rows: Iterable[UsageBucket]) -> Iterator[str]:
                 *(getattr(row, name) for name in COUNT_COLUMNS),
                 costs_text(row.costs),
                 *(getattr(row, name) for name in TIME_COLUMNS),
+                *(defused(getattr(row, name)) for name in CALLER_COLUMNS),
             )
         )
 

@@ -17,6 +17,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
 from apps.reports.exports.columns import (
+    CALLER_COLUMNS,
     COLUMN_DOCS,
     COLUMNS,
     COUNT_COLUMNS,
@@ -30,7 +31,7 @@ from apps.usage.models import UsageBucket
 SHEET_ROWS = 1_048_576
 # Spreadsheets hold numbers as 64-bit floats: integers from here on would lose digits, so they are written as text.
 EXACT_INTEGER_LIMIT = 2**53
-COLUMN_WIDTHS = (24, 20, 27, 12, 12, 14, 12, 12, 12, 40, 12)
+COLUMN_WIDTHS = (24, 20, 27, 12, 12, 14, 12, 12, 12, 40, 12, 20, 12)
 REPLACEMENT = "\ufffd"
 
 
@@ -66,6 +67,7 @@ def _values(sheet: WriteOnlyWorksheet, row: UsageBucket) -> list[object]:
         *(_number(getattr(row, name)) for name in COUNT_COLUMNS),
         _text(sheet, costs_text(row.costs)),
         *(_number(getattr(row, name)) for name in TIME_COLUMNS),
+        *(_text(sheet, getattr(row, name)) for name in CALLER_COLUMNS),
     ]
 
 

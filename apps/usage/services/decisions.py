@@ -26,7 +26,8 @@ MARK_SQL = (
 
 @dataclass(frozen=True, slots=True)
 class DecisionCounts:
-    """Decisions of one customer × operation in one UTC minute (epoch_ms // 60000).
+    """Decisions of one customer × operation × calling service × API key prefix in one UTC minute
+    (epoch_ms // 60000); `service` and `api_key` are "" for a check made without them.
 
     Every decision is one of allowed, denied (by a limit), rule_denied (by an access rule: a deny rule or
     an inactive customer) and unavailable (503: a `closed` limit while Redis is away); shadow_denied and
@@ -44,6 +45,8 @@ class DecisionCounts:
     rule_denied: int = 0
     unavailable: int = 0
     costs: Mapping[str, int] = field(default_factory=dict)
+    service: str = ""
+    api_key: str = ""
 
     def __post_init__(self) -> None:
         counts = [getattr(self, name) for name in COUNTERS] + list(self.costs.values())
@@ -57,8 +60,8 @@ class DecisionCounts:
 
 @transaction.atomic
 def usage_decisions_add(*, rows: Iterable[DecisionCounts]) -> int:
-    """Add `rows` into UsageMinute (rows with the same customer, operation and minute are summed; empty ones
-    are skipped) and mark their minutes for the next rollup; how many UsageMinute rows were added into."""
+    """Add `rows` into UsageMinute (rows with the same customer, operation, service, key and minute are summed;
+    empty ones are skipped) and mark their minutes for the next rollup; how many UsageMinute rows were added into."""
     counted = [row for row in rows if not row.empty]
     added = usage_minutes_add(rows=[_minute_row(row) for row in counted])
     _marks_bump(sorted({row.minute for row in counted}))
@@ -69,6 +72,8 @@ def _minute_row(row: DecisionCounts) -> UsageMinute:
     return UsageMinute(
         customer=row.customer,
         operation=row.operation,
+        service=row.service,
+        api_key=row.api_key,
         bucket=minute_start(row.minute),
         costs={unit: amount for unit, amount in row.costs.items() if amount},
         **{name: getattr(row, name) for name in COUNTERS},

@@ -2,8 +2,10 @@
 
 Per minute, in this order:
   1. read the minute's rows from the store;
-  2. in one transaction: insert the minute's FlushedMinute claim (unique), then add the rows into
-     UsageMinute (added to any row already there, costs per unit) and their counter records into
+  2. in one transaction: insert the minute's FlushedMinute claim (unique), then add the rows (one per customer x
+     operation x calling service x API key: the store's usage keys, apps/engine/keys.py; keys of the layout
+     before the service was counted flush as service "") into UsageMinute (added to any row already there,
+     costs per unit) and their counter records into
      CounterRecord (services/records.py);
   3. commit; 4. tell the store to discard the minute.
 A crash before 3 rolls everything back and the minute stays in the store for the next run. A crash
@@ -192,6 +194,8 @@ def _model_of(bucket: dt.datetime, row: UsageRow) -> UsageMinute:
     return UsageMinute(
         customer=row.customer,
         operation=row.operation,
+        service=row.service,
+        api_key=row.api_key,
         bucket=bucket,
         allowed=row.allowed,
         denied=row.denied,

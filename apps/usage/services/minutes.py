@@ -5,9 +5,10 @@ are added by INSERT ... ON CONFLICT DO UPDATE, which adds every counter and merg
 the database: atomic per row with no read before the write. On PostgreSQL the rows are first COPYed into a
 temporary staging table, then added by one INSERT ... SELECT (a minute of 100,000 pairs is one COPY and one
 statement, bench/usage/flush.py); on SQLite (the embedded default) by multi-row INSERT statements of
-ROWS_PER_STATEMENT rows. Rows are written in one order, (customer, operation, bucket), so two writers never
-wait for each other's rows in opposite orders (a deadlock): on PostgreSQL the INSERT sorts them itself, in
-the database's collation, the same for every writer.
+ROWS_PER_STATEMENT rows. A row is one customer x operation x bucket x calling service x API key (UNIQUE_FIELDS,
+the tables' unique constraint). Rows are written in one order, UNIQUE_FIELDS', so two writers never wait for
+each other's rows in opposite orders (a deadlock): on PostgreSQL the INSERT sorts them itself, in the
+database's collation, the same for every writer.
 """
 
 from __future__ import annotations
@@ -18,29 +19,26 @@ from collections.abc import Iterable
 
 from django.db import connection, transaction
 
-from apps.usage.models import AMOUNTS, COUNTERS, UsageBucket, UsageMinute
+from apps.usage.models import AMOUNTS, COUNTERS, UNIQUE_FIELDS, UsageBucket, UsageMinute
 
 __all__ = ["COUNTERS", "add_into", "merged_minutes", "usage_minutes_add"]
-COLUMNS = ("customer", "operation", "bucket", *AMOUNTS, "costs")
-# Rows per statement: 11 parameters each, well under SQLite's and PostgreSQL's parameter limits.
+COLUMNS = (*UNIQUE_FIELDS, *AMOUNTS, "costs")
+KEY = ", ".join(UNIQUE_FIELDS)
+# Rows per statement: 14 parameters each, well under SQLite's and PostgreSQL's parameter limits.
 ROWS_PER_STATEMENT = 500
 
-UPSERT_SQL = (
-    "INSERT INTO {table} ({columns}) VALUES {values} "
-    "ON CONFLICT (customer, operation, bucket) DO UPDATE SET {sums}, costs = {costs}"
-)
+UPSERT_SQL = "INSERT INTO {table} ({columns}) VALUES {values} ON CONFLICT ({key}) DO UPDATE SET {sums}, costs = {costs}"
 # PostgreSQL: the staging table lives until the transaction ends (usage_minutes_add always runs in one), so
 # nothing is left on a pooled connection; text columns, so an over-long name is refused by the INSERT below
 # (a DataError the quarantine sifts) like by the VALUES statement.
 STAGING = "usage_minute_staging"
 STAGING_SQL = (
     f"CREATE TEMPORARY TABLE IF NOT EXISTS {STAGING} (customer text, operation text, bucket timestamptz, "
-    + ", ".join(f"{name} bigint" for name in AMOUNTS)
-    + ", costs jsonb) ON COMMIT DROP"
+    "service text, api_key text, " + ", ".join(f"{name} bigint" for name in AMOUNTS) + ", costs jsonb) ON COMMIT DROP"
 )
 STAGED_UPSERT_SQL = (
-    "INSERT INTO {table} ({columns}) SELECT {columns} FROM usage_minute_staging ORDER BY customer, operation, bucket "
-    "ON CONFLICT (customer, operation, bucket) DO UPDATE SET {sums}, costs = {costs}"
+    "INSERT INTO {table} ({columns}) SELECT {columns} FROM usage_minute_staging ORDER BY {key} "
+    "ON CONFLICT ({key}) DO UPDATE SET {sums}, costs = {costs}"
 )
 # costs = stored + incoming, unit by unit (JSON objects of integers). The common cases, one side empty,
 # skip the merge.
@@ -71,18 +69,25 @@ def add_into(target: UsageBucket, source: UsageBucket) -> None:
 
 
 def merged_minutes(rows: Iterable[UsageMinute]) -> list[UsageMinute]:
-    """One row per (customer, operation, bucket), summed, in that order (one statement may not touch a row twice)."""
-    merged: dict[tuple[str, str, dt.datetime], UsageMinute] = {}
-    summed: set[tuple[str, str, dt.datetime]] = set()
+    """One row per UNIQUE_FIELDS, summed, in that order (one statement may not touch a row twice)."""
+    merged: dict[tuple[str, str, dt.datetime, str, str], UsageMinute] = {}
+    summed: set[tuple[str, str, dt.datetime, str, str]] = set()
     for row in rows:
-        key = (row.customer, row.operation, row.bucket)
+        key = (row.customer, row.operation, row.bucket, row.service, row.api_key)
         held = merged.get(key)
         if held is None:
             # Kept as it is unless the key comes again: a model built per row was a third of a 100k-row flush.
             merged[key] = row
             continue
         if key not in summed:  # the sum goes into a new row, never into one of the caller's
-            merged[key] = UsageMinute(customer=row.customer, operation=row.operation, bucket=row.bucket, costs={})
+            merged[key] = UsageMinute(
+                customer=row.customer,
+                operation=row.operation,
+                bucket=row.bucket,
+                service=row.service,
+                api_key=row.api_key,
+                costs={},
+            )
             add_into(merged[key], held)
             summed.add(key)
         add_into(merged[key], row)
@@ -125,7 +130,8 @@ def _copy_and_add(rows: list[UsageMinute]) -> None:
         with cursor.copy(f"COPY {STAGING} ({', '.join(COLUMNS)}) FROM STDIN") as copy:
             for row in rows:
                 counts = [getattr(row, name) for name in AMOUNTS]
-                copy.write_row([row.customer, row.operation, row.bucket, *counts, json.dumps(row.costs)])
+                key = [row.customer, row.operation, row.bucket, row.service, row.api_key]
+                copy.write_row([*key, *counts, json.dumps(row.costs)])
         cursor.execute(_upsert_sql(table, 0, STAGED_UPSERT_SQL))
 
 
@@ -134,6 +140,7 @@ def _upsert_sql(table: str, rows: int, template: str = UPSERT_SQL) -> str:
     return template.format(
         table=table,
         columns=", ".join(COLUMNS),
+        key=KEY,
         values=", ".join([placeholders] * rows),
         sums=", ".join(f"{name} = {table}.{name} + excluded.{name}" for name in AMOUNTS),
         costs=COSTS_SUM[connection.vendor].format(table=table),

@@ -101,15 +101,21 @@ def rows_in(source: type[UsageBucket], start: dt.datetime, end: dt.datetime) -> 
 
 
 def _recompute(target: type[UsageBucket], source: type[UsageBucket], start: dt.datetime, end: dt.datetime) -> None:
-    """Replace target's rows of the bucket starting at `start` by the sums of source's rows in [start, end)."""
-    totals: dict[tuple[str, str], UsageBucket] = {}
+    """Replace target's rows of the bucket starting at `start` by the sums of source's rows in [start, end), one
+    per customer x operation x calling service x API key: the rollup keeps services and keys apart."""
+    totals: dict[tuple[str, str, str, str], UsageBucket] = {}
     for row in rows_in(source, start, end).iterator(chunk_size=2000):
-        total = totals.get((row.customer, row.operation))
+        key = (row.customer, row.operation, row.service, row.api_key)
+        total = totals.get(key)
         if total is None:
-            totals[(row.customer, row.operation)] = target(
-                customer=row.customer, operation=row.operation, bucket=start, costs={}
+            total = totals[key] = target(
+                customer=row.customer,
+                operation=row.operation,
+                service=row.service,
+                api_key=row.api_key,
+                bucket=start,
+                costs={},
             )
-            total = totals[(row.customer, row.operation)]
         add_into(total, row)
     target.objects.filter(bucket=start).delete()
     target.objects.bulk_create(totals.values(), batch_size=1000)

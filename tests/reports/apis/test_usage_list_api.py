@@ -78,6 +78,8 @@ def test_a_service_key_reads_every_customers_rows_in_bucket_customer_operation_o
         "unavailable": 5,
         "costs": {"records": 70},
         "session_ms": 42_500,
+        "service": "",
+        "api_key": "",
     }
 
 
@@ -238,6 +240,8 @@ def test_csv_has_a_header_and_one_line_per_row_with_costs_as_one_json_column(api
         "5",
         '{"records":70}',
         "42500",
+        "",
+        "",
     ]
     assert len(lines) == 4
 

@@ -19,13 +19,20 @@ from apps.reports.services import Progress, usage_report_to_path, usage_report_w
 # The progress bar moves every this many rows, and redraws at most every BAR_REDRAW_S seconds.
 PROGRESS_EVERY = 1000
 BAR_REDRAW_S = 0.2
-OPTION_BY_FIELD = {"start": "--from", "end": "--to", "customers": "--customer", "operations": "--operation"}
+OPTION_BY_FIELD = {
+    "start": "--from",
+    "end": "--to",
+    "customers": "--customer",
+    "operations": "--operation",
+    "services": "--service",
+    "api_keys": "--api-key",
+}
 
 
 class Command(BaseCommand):
     help = (
-        "Write usage per customer and operation over whole UTC days as CSV, XLSX or JSON: the same filters, "
-        "columns and formats as the admin's usage export. Progress goes to standard error."
+        "Write usage per customer, operation, calling service and API key over whole UTC days as CSV, XLSX or "
+        "JSON: the same filters, columns and formats as the admin's usage export. Progress goes to standard error."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -42,6 +49,12 @@ class Command(BaseCommand):
             "--operation", action="append", default=[], metavar="NAME", help="Only this operation; repeat for several."
         )
         parser.add_argument(
+            "--service", action="append", default=[], metavar="NAME", help="Only this calling service; repeatable."
+        )
+        parser.add_argument(
+            "--api-key", action="append", default=[], metavar="PREFIX", help="Only this API key (prefix); repeatable."
+        )
+        parser.add_argument(
             "--output", metavar="FILE", help="Write here (replaced only once complete); standard output if absent."
         )
 
@@ -54,6 +67,8 @@ class Command(BaseCommand):
                 "format": options["format"],
                 "customers": "\n".join(options["customer"]),
                 "operations": "\n".join(options["operation"]),
+                "services": "\n".join(options["service"]),
+                "api_keys": "\n".join(options["api_key"]),
             }
         )
         if not form.is_valid():
