@@ -29,6 +29,8 @@ from apps.enforcement.parsing import (
     parse_check,
     parse_path_text,
 )
+from apps.enforcement.schema_docs import decisions as decision_docs
+from apps.enforcement.schema_docs import leases as lease_docs
 from apps.enforcement.selectors import customer_limits_effective
 from apps.enforcement.service_api import ServiceApi
 from apps.enforcement.services import (
@@ -114,11 +116,7 @@ def outcome_headers(outcome: CheckOutcome) -> dict[str, str]:
 
 
 class CheckApi(ServiceApi):
-    @extend_schema(
-        request=serializers.CheckInputSerializer,
-        responses=serializers.DECISION_RESPONSES,
-        summary="May this customer do this operation now?",
-    )
+    @extend_schema(request=serializers.CheckInputSerializer, **decision_docs.CHECK)
     def post(self, request: Request) -> HttpResponse:
         started = time.perf_counter()
         item = parse_check(request.data)
@@ -129,11 +127,7 @@ class CheckApi(ServiceApi):
 
 
 class CheckBatchApi(ServiceApi):
-    @extend_schema(
-        request=serializers.BatchInputSerializer,
-        responses={**serializers.DECIDING_ERRORS, 200: serializers.BatchOutputSerializer},
-        summary="Decide up to 1000 checks in one call (independent or atomic)",
-    )
+    @extend_schema(request=serializers.BatchInputSerializer, **decision_docs.BATCH)
     def post(self, request: Request) -> HttpResponse:
         started = time.perf_counter()
         try:
@@ -161,11 +155,7 @@ def _iso(ms: int | None) -> str | None:
 
 
 class LeaseAcquireApi(ServiceApi):
-    @extend_schema(
-        request=serializers.LeaseInputSerializer,
-        responses={**serializers.DECISION_RESPONSES, 201: serializers.LeaseSerializer},
-        summary="Take a concurrency slot (held until released or expired)",
-    )
+    @extend_schema(request=serializers.LeaseInputSerializer, **lease_docs.LEASE_ACQUIRE)
     def post(self, request: Request) -> Response:
         item, ttl_s = parse_lease(request.data)
         started = time.perf_counter()
@@ -181,15 +171,7 @@ class LeaseAcquireApi(ServiceApi):
 
 
 class LeaseRenewApi(ServiceApi):
-    @extend_schema(
-        parameters=[serializers.LEASE_ID_PATH],
-        request=serializers.LeaseRenewInputSerializer,
-        responses={
-            **serializers.ERROR_RESPONSES,
-            404: serializers.ErrorSerializer,
-            200: serializers.LeaseRenewedSerializer,
-        },
-    )
+    @extend_schema(request=serializers.LeaseRenewInputSerializer, **lease_docs.LEASE_RENEW)
     def post(self, request: Request, lease_id: str) -> Response:
         parse_path_text("lease_id", lease_id, MAX_LEASE_ID_LENGTH)
         ttl_s = parse_renew(request.data)
@@ -205,7 +187,7 @@ class LeaseRenewApi(ServiceApi):
 
 
 class LeaseReleaseApi(ServiceApi):
-    @extend_schema(parameters=[serializers.LEASE_ID_PATH], responses={**serializers.ERROR_RESPONSES, 204: None})
+    @extend_schema(**lease_docs.LEASE_RELEASE)
     def delete(self, request: Request, lease_id: str) -> Response:
         parse_path_text("lease_id", lease_id, MAX_LEASE_ID_LENGTH)
         lease_release(principal=request_principal(request), lease_id=lease_id)
@@ -214,9 +196,7 @@ class LeaseReleaseApi(ServiceApi):
 
 class CustomerLimitsApi(ServiceApi):
     @extend_schema(
-        parameters=[serializers.CUSTOMER_PATH, serializers.CustomerLimitsQuerySerializer],
-        responses={**serializers.ERROR_RESPONSES, 200: serializers.CustomerLimitsSerializer},
-        summary="The limits in force for a customer, after plan and overrides, with what remains",
+        parameters=[serializers.CUSTOMER_PATH, serializers.CustomerLimitsQuerySerializer], **lease_docs.CUSTOMER_LIMITS
     )
     def get(self, request: Request, customer: str) -> Response:
         # A plain dict: DRF reads an empty value in a QueryDict as "not given"; here it is refused like any.
@@ -236,11 +216,7 @@ class AuthzApi(ServiceApi):
     """Forward-auth for gateways. Any method answers: nginx, Traefik and Envoy differ in what they send;
     the original method and URI come from their headers (or, for Envoy's path prefix, from the path)."""
 
-    @extend_schema(
-        request=None,
-        responses=serializers.DECISION_RESPONSES,
-        summary="Forward-auth: decide the request a gateway is about to pass on",
-    )
+    @extend_schema(request=None, **decision_docs.AUTHZ)
     def post(self, request: Request, tail: str = "") -> Response:
         started = time.perf_counter()
         forwarded = forwarded_request(request.META, request.method or "GET", tail)

@@ -1,4 +1,5 @@
-"""What drf-spectacular cannot infer: how API keys are sent, and the request bodies' strictness.
+"""What drf-spectacular cannot infer or gets wrong: how API keys are sent, the request bodies' strictness,
+and a nullable any-value field.
 
 The parsers (parsing.py) refuse unknown fields and hold attribute and unit names to a pattern; the hook
 below states both in the schema (OpenAPI 3.1: `propertyNames`), so generated clients and schemathesis see
@@ -52,8 +53,19 @@ def strict_request_bodies(result: dict[str, Any], **kwargs: Any) -> dict[str, An
                 properties[field]["propertyNames"] = NAME_SCHEMA
         if "ip" in properties:
             properties["ip"] = {**IP_SCHEMA, **{k: v for k, v in properties["ip"].items() if k != "type"}}
+    for schema in components.values():
+        _any_value_or_null(schema)
     for operation in (op for path in result.get("paths", {}).values() for op in path.values()):
         for parameter in operation.get("parameters", ()):
             if parameter.get("name") == "ip" and parameter.get("in") == "query":
                 parameter["schema"] = dict(IP_SCHEMA)
     return result
+
+
+def _any_value_or_null(schema: dict[str, Any]) -> None:
+    """drf-spectacular writes a nullable any-value field as `oneOf: [{}, {type: null}]`, which null matches twice
+    and so fails: `{}` already admits null (a toggle's payload)."""
+    for prop in schema.get("properties", {}).values():
+        options = prop.get("oneOf", ())
+        if {} in options and {"type": "null"} in options and len(options) == 2:
+            del prop["oneOf"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.validators import MaxLengthValidator
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from apps.enforcement import parsing
 from apps.enforcement import serializers as check_serializers
 from apps.enforcement.authentication import request_principal
+from apps.enforcement.schema_docs import sync as docs
 from apps.enforcement.service_api import ServiceApi
 from apps.enforcement.sync import (
     MAX_COUNTERS,
@@ -108,45 +109,6 @@ class SyncOutputSerializer(serializers.Serializer):
     limits = SyncLimitSerializer(many=True, help_text="The hybrid limits in force; other limits are not listed.")
 
 
-EXAMPLE_REQUEST = {
-    "customer": "acct-1",
-    "operation": "ListStreams",
-    "instance": "3f9c2a7be01d4c55",
-    "counters": [
-        {
-            "limit": "list-streams-hourly",
-            "window_start": 1767225600000,
-            "prev_window_start": 1767222000000,
-            "count": 12,
-            "count_prev": 40,
-        }
-    ],
-}
-EXAMPLE_ANSWER = {
-    "now_ms": 1767226500000,
-    "access_rule": None,
-    "warnings": [],
-    "limits": [
-        {
-            "limit": "list-streams-hourly",
-            "algorithm": "fixed_window",
-            "quantity": 50,
-            "unit": "requests",
-            "sync_ms": 100,
-            "variant": "fixed",
-            "shadow": False,
-            "window_start": 1767225600000,
-            "window_end": 1767229200000,
-            "next_window_end": 1767232800000,
-            "others": 9,
-            "others_prev": 31,
-            "instances": 3,
-            "fresh": False,
-        }
-    ],
-}
-
-
 def sync_body(outcome: SyncOutcome) -> dict[str, Any]:
     return {
         "now_ms": outcome.now_ms,
@@ -175,19 +137,7 @@ def sync_body(outcome: SyncOutcome) -> dict[str, Any]:
 
 
 class SyncApi(ServiceApi):
-    @extend_schema(
-        request=SyncInputSerializer,
-        responses={
-            **check_serializers.DECIDING_ERRORS,
-            200: SyncOutputSerializer,
-            503: check_serializers.ErrorSerializer,
-        },
-        summary="Hybrid counting's exchange for SDK local limiters: report my counts, learn the others'",
-        examples=[
-            OpenApiExample("A limiter's exchange", value=EXAMPLE_REQUEST, request_only=True),
-            OpenApiExample("The answer", value=EXAMPLE_ANSWER, response_only=True),
-        ],
-    )
+    @extend_schema(request=SyncInputSerializer, responses={**docs.SYNC_ERRORS, 200: SyncOutputSerializer}, **docs.SYNC)
     def post(self, request: Request) -> Response:
         sync_request = parse_sync(request.data)
         outcome = sync_exchange(principal=request_principal(request), request=sync_request, snapshot=snapshot_current())

@@ -14,6 +14,7 @@ from apps.enforcement.authentication import request_principal
 from apps.enforcement.parsing import INVALID_MESSAGE, parse_path_text
 from apps.enforcement.service_api import ServiceApi
 from apps.limits.snapshot_holder import snapshot_current
+from apps.toggles import schema_docs as toggle_docs
 from apps.toggles import serializers
 from apps.toggles.selectors import Rendered, toggle_visible, toggles_visible
 
@@ -61,8 +62,8 @@ def refuse_query_parameters(request: Request) -> None:
 class ToggleListApi(ServiceApi):
     @extend_schema(
         parameters=[serializers.IF_NONE_MATCH, serializers.ETAG],
-        responses=serializers.LIST_RESPONSES,
-        examples=serializers.LIST_EXAMPLES,
+        responses=toggle_docs.LIST_RESPONSES,
+        examples=toggle_docs.LIST_EXAMPLES,
         operation_id="toggles_list",
         summary="Feature toggles this API key may read",
         description=LIST_DESCRIPTION,
@@ -76,8 +77,8 @@ class ToggleListApi(ServiceApi):
 class ToggleDetailApi(ServiceApi):
     @extend_schema(
         parameters=[serializers.TOGGLE_NAME_PATH, serializers.IF_NONE_MATCH, serializers.ETAG],
-        responses=serializers.ONE_RESPONSES,
-        examples=serializers.ONE_EXAMPLES,
+        responses=toggle_docs.ONE_RESPONSES,
+        examples=toggle_docs.ONE_EXAMPLES,
         operation_id="toggles_retrieve",
         summary="One feature toggle by name",
         description=ONE_DESCRIPTION,
