@@ -27,9 +27,9 @@ CACHING_HEADERS = {"Cache-Control": "private, no-cache", "Vary": "Authorization"
 LIST_DESCRIPTION = (
     "Every feature toggle this API key may read, sorted by name: toggles with no customer are read by every key; "
     "a toggle scoped to a customer only by keys bound to that customer and by service-wide keys. The answer "
-    "carries a strong `ETag`; send it back in `If-None-Match` and, while nothing changed, the answer is `304 Not "
-    "Modified` with no body. Answered from the platform's in-memory configuration: an edit in the admin shows "
-    "within about a second."
+    "carries an `ETag` of the toggles (weak: `version`, the configuration's, may move without them); send it "
+    "back in `If-None-Match` and, while no toggle changed, the answer is `304 Not Modified` with no body. "
+    "Answered from the platform's in-memory configuration: an edit in the admin shows within about a second."
 )
 ONE_DESCRIPTION = (
     "One feature toggle by name, with its own `ETag` (a change to another toggle leaves it alone). `404` with "
@@ -42,7 +42,7 @@ def if_none_match(header: str, etag: str) -> bool:
     """Whether an If-None-Match header matches `etag` (weak comparison, as RFC 9110 asks for this header)."""
     if header.strip() == "*":
         return True
-    return etag in ENTITY_TAG.findall(header)
+    return etag.removeprefix("W/") in ENTITY_TAG.findall(header)
 
 
 def conditional_answer(request: Request, rendered: Rendered) -> HttpResponse:

@@ -56,15 +56,22 @@ class CompiledToggle:
 
 @dataclass(frozen=True)
 class Rendered:
-    """A JSON body ready to send and its strong ETag (derived from those exact bytes)."""
+    """A JSON body ready to send and its ETag: strong, from those exact bytes; or weak, from the part that
+    matters (`validator`) when the rest may move without the caller needing a new copy."""
 
     body: bytes
     etag: str
 
     @classmethod
-    def of(cls, data: Any) -> Rendered:
+    def of(cls, data: Any, validator: Any = None) -> Rendered:
         body = orjson.dumps(data)
-        return cls(body=body, etag=f'"{hashlib.sha256(body).hexdigest()[:32]}"')
+        if validator is None:
+            return cls(body=body, etag=f'"{_digest(body)}"')
+        return cls(body=body, etag=f'W/"{_digest(orjson.dumps(validator))}"')
+
+
+def _digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()[:32]
 
 
 def toggles_compiled() -> dict[str, CompiledToggle]:
@@ -88,9 +95,11 @@ class ToggleIndex:
     def listing(self, scope: str) -> Rendered:
         rendered = self.lists.get(scope)
         if rendered is None:
-            visible = (toggle for toggle in self.toggles.values() if _visible(toggle, scope))
+            visible = _sorted_dicts(toggle for toggle in self.toggles.values() if _visible(toggle, scope))
+            # Weak, from the toggles alone: any config change moves `version` (a new customer seen, a limit
+            # edited), and that alone must not make every service download the toggles again.
             rendered = self.lists[scope] = Rendered.of(
-                {"toggles": _sorted_dicts(visible), "version": self.snapshot.version}
+                {"toggles": visible, "version": self.snapshot.version}, validator=visible
             )
         return rendered
 

@@ -113,8 +113,14 @@ def test_export_downloads_the_configuration_that_imports_as_no_change(admin_clie
 
 
 def test_only_operators_may_import_and_analysts_may_not_export(client) -> None:
+    import importlib
+
+    from django.apps import apps
     from django.contrib.auth.models import Group
 
+    # The roles come from data migrations, which an earlier transactional test's flush may have emptied.
+    importlib.import_module("apps.accounts.migrations.0001_roles").roles_create(apps, None)
+    importlib.import_module("apps.accounts.migrations.0002_quarantined_usage_view").grant(apps, None)
     operator = staff_user_create("oper", PASSWORD)
     operator.groups.add(Group.objects.get(name="Operators"))
     analyst = staff_user_create("ana", PASSWORD)

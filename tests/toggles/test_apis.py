@@ -3,6 +3,7 @@ sees, strong ETags and 304s, the error shape, and no database query per request 
 
 import hashlib
 
+import orjson
 import pytest
 
 from apps.apikeys.services import api_key_create
@@ -11,6 +12,7 @@ from apps.toggles.selectors import toggle_index_reset
 from tests.api_fixtures import client_with
 from tests.apikeys.factories import ServiceFactory
 from tests.customers.factories import CustomerFactory
+from tests.limits.factories import OperationFactory
 from tests.toggles.factories import FeatureToggleFactory
 
 pytestmark = pytest.mark.django_db
@@ -75,14 +77,28 @@ def test_a_service_wide_key_reads_every_toggle_sorted_by_name(service, toggles) 
     assert body["toggles"][0]["customer"] == "acct-1"
 
 
-def test_the_etag_is_strong_and_derived_from_the_exact_body(service) -> None:
-    for path in ("/api/v1/toggles", "/api/v1/toggles/new-shard-planner"):
-        response = service.get(path)
+def test_one_toggles_etag_is_strong_from_its_body_and_the_lists_weak_from_the_toggles_alone(service) -> None:
+    one = service.get("/api/v1/toggles/new-shard-planner")
+    listing = service.get("/api/v1/toggles")
 
-        assert response["ETag"] == f'"{hashlib.sha256(response.content).hexdigest()[:32]}"'
-        assert not response["ETag"].startswith("W/")
+    assert one["ETag"] == f'"{hashlib.sha256(one.content).hexdigest()[:32]}"'
+    toggles = orjson.dumps(listing.json()["toggles"])
+    assert listing["ETag"] == f'W/"{hashlib.sha256(toggles).hexdigest()[:32]}"'
+    for response in (one, listing):
         assert response["Cache-Control"] == "private, no-cache"
         assert response["Vary"] == "Authorization"
+
+
+def test_a_config_change_that_leaves_the_toggles_alone_keeps_the_lists_etag(
+    service, toggles, django_capture_on_commit_callbacks
+) -> None:
+    before = service.get("/api/v1/toggles")
+    republish(django_capture_on_commit_callbacks, lambda: OperationFactory(name="SomethingElse"))
+    after = service.get("/api/v1/toggles")
+
+    assert after.json()["version"] > before.json()["version"]  # the config moved, the toggles did not
+    assert after["ETag"] == before["ETag"]
+    assert service.get("/api/v1/toggles", HTTP_IF_NONE_MATCH=before["ETag"]).status_code == 304
 
 
 def test_one_toggle_is_read_by_name(service, toggles) -> None:
