@@ -190,7 +190,9 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Quota Platform API",
-    "DESCRIPTION": "Ask before doing work: quota and rate-limit decisions for multi-tenant services.",
+    "DESCRIPTION": "Ask before doing work: quota and rate-limit decisions for multi-tenant services. New here? Follow "
+    "the README's five-minute tour. Send `Authorization: Bearer <api key>` on every call (Authorize button); errors "
+    'always have one shape: `{"error": {"code", "message", "fields"}}`.',
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
