@@ -10,6 +10,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from apps.common.validators import plain_text
 from apps.enforcement import parsing
 from apps.enforcement.serializers import text_field
 from apps.reports.exports.columns import COLUMN_DOCS
@@ -81,15 +82,10 @@ def _caller_text(value: str) -> bool:
     return not value or _plain_text(value)
 
 
-def no_control(value: str) -> None:
-    if parsing.CONTROL.search(value):
-        raise serializers.ValidationError(parsing.NO_CONTROL)
-
-
 def caller_field(max_length: int) -> serializers.CharField:
     """A service name or key prefix to filter on: "" selects the checks made without one."""
     return serializers.CharField(
-        max_length=max_length, allow_blank=True, trim_whitespace=False, validators=[no_control]
+        max_length=max_length, allow_blank=True, trim_whitespace=False, validators=[plain_text]
     )
 
 
