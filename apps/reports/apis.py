@@ -46,7 +46,7 @@ from rest_framework.response import Response
 from apps.common.exceptions import InvalidInput
 from apps.enforcement.apis import INVALID_MESSAGE, ServiceApi
 from apps.enforcement.authentication import request_principal
-from apps.enforcement.serializers import ERROR_RESPONSES
+from apps.reports import schema_docs as usage_docs
 from apps.reports.exports import FORMATS, usage_csv_lines, usage_row_dict
 from apps.reports.filters import UsageFilters
 from apps.reports.selectors import usage_report_count, usage_report_page, usage_report_rows_for_key
@@ -79,12 +79,13 @@ class UsageListApi(ServiceApi):
     @extend_schema(
         parameters=[UsageQuerySerializer],
         responses={
-            **ERROR_RESPONSES,
+            **usage_docs.ERRORS,
             (200, "application/json"): UsageListSerializer,
             (200, "text/csv"): OpenApiTypes.STR,
             (200, FORMATS["xlsx"].content_type): OpenApiTypes.BINARY,
         },
         summary="Usage per customer, operation, calling service and key, by minute, hour or day (JSON, CSV or XLSX)",
+        **usage_docs.USAGE,
     )
     def get(self, request: Request) -> Response | StreamingHttpResponse | FileResponse:
         params = _parsed(request)
