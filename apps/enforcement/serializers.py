@@ -207,11 +207,6 @@ DECISION_OR_ERROR = PolymorphicProxySerializer(
     serializers=[DecisionSerializer, ErrorSerializer],
     resource_type_field_name=None,
 )
-# Every service endpoint answers these errors in the one error shape (429: too many bad keys from an address).
-ERROR_RESPONSES = {status: ErrorSerializer for status in (400, 401, 403, 413, 429)}
-# Deciding endpoints also answer 404 (an unknown operation, if so set) and 422 (a request id reused).
-DECIDING_ERRORS = {**ERROR_RESPONSES, 404: ErrorSerializer, 422: ErrorSerializer}
-DECISION_RESPONSES = {**DECIDING_ERRORS, 200: DecisionSerializer, 429: DECISION_OR_ERROR, 403: DECISION_OR_ERROR}
 
 
 def _path_text(name: str, max_length: int, description: str) -> OpenApiParameter:
