@@ -4,8 +4,9 @@ The URL is fetched with the standard library's http.client (urllib's transport) 
 urllib.request's opener, because the opener would follow redirects, honour proxy variables and
 resolve the host a second time when it connects. Here the guard sits in the connection itself:
 the host is resolved once, every address it resolves to is checked, and the socket connects only
-to the addresses that were checked, so a DNS answer that changes between check and connect
-(DNS rebinding) cannot slip a private address through. Redirects are never followed.
+to the addresses that were checked (apps/common/outbound.py, shared with the alert webhooks), so a DNS
+answer that changes between check and connect (DNS rebinding) cannot slip a private address through.
+Redirects are never followed.
 
 Plain http:// is accepted only together with QUOTA_TOGGLES_ALLOW_PRIVATE (local tests and
 development): the document decides who is limited, so in production it travels over TLS.
@@ -14,21 +15,17 @@ development): the document decides who is limited, so in production it travels o
 from __future__ import annotations
 
 import http.client
-import ipaddress
-import socket
 import ssl
 import time
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
+
+from apps.common.outbound import AddressRefused, ConnectFailed, guarded_connector
 
 MAX_BODY_BYTES = 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
 USER_AGENT = "quota-platform-toggles-refresh/1"
-NAT64_PREFIX = ipaddress.IPv6Network("64:ff9b::/96")
 ALLOW_PRIVATE_HINT = "set QUOTA_TOGGLES_ALLOW_PRIVATE=true only for a source on a trusted local network"
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 class SourceUnavailable(Exception):
@@ -56,40 +53,6 @@ def source_label(source: str) -> str:
     except ValueError:
         port = ""
     return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
-def address_refusal(address: IPAddress) -> str | None:
-    """Why a source at `address` is refused (loopback, link-local, private, ...), or None for a public address.
-
-    IPv6 forms that carry an IPv4 address (mapped, NAT64, 6to4, Teredo) are judged by that address too.
-    """
-    if embedded := _embedded_ipv4(address):
-        reason = address_refusal(embedded)
-        return f"{reason} ({embedded} inside {address})" if reason else None
-    checks = (
-        ("loopback", address.is_loopback),
-        ("link-local", address.is_link_local),
-        ("unspecified", address.is_unspecified),
-        ("multicast", address.is_multicast),
-        ("reserved", address.is_reserved),
-        ("private", address.is_private),
-        ("not publicly routable", not address.is_global),
-    )
-    return next((reason for reason, matches in checks if matches), None)
-
-
-def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
-    if not isinstance(address, ipaddress.IPv6Address):
-        return None
-    if address.ipv4_mapped:
-        return address.ipv4_mapped
-    if address in NAT64_PREFIX:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    if address.sixtofour:
-        return address.sixtofour
-    if address.teredo:
-        return address.teredo[1]  # the client's address; the server part is public by construction
-    return None
 
 
 def source_fetch(source: str, *, timeout_s: float, allow_private: bool, max_bytes: int = MAX_BODY_BYTES) -> bytes:
@@ -124,6 +87,10 @@ def _fetch_url(url: str, *, timeout_s: float, allow_private: bool, max_bytes: in
         response = connection.getresponse()
         _check_status(response, label)
         return _read_capped(response, label, max_bytes=max_bytes, deadline=time.monotonic() + timeout_s)
+    except AddressRefused as refused:
+        raise SourceRefused(f"{refused}; refused ({ALLOW_PRIVATE_HINT})") from None
+    except ConnectFailed as error:
+        raise SourceUnavailable(str(error)) from None
     except TimeoutError:
         raise SourceUnavailable(f"{label} did not answer within {timeout_s:g} s") from None
     except ssl.SSLError as error:
@@ -154,49 +121,8 @@ def _connection_for(url: str, *, timeout_s: float, allow_private: bool) -> http.
     # The port is always given: http.client would otherwise read the last group of a bare IPv6 host as one.
     default_port = http.client.HTTPS_PORT if https else http.client.HTTP_PORT
     connection = connection_class(parts.hostname, port or default_port, timeout=timeout_s)
-    connection._create_connection = _guarded_connector(allow_private=allow_private)  # type: ignore[attr-defined]
+    connection._create_connection = guarded_connector(allow_private=allow_private)  # type: ignore[attr-defined]
     return connection
-
-
-def _guarded_connector(*, allow_private: bool) -> Any:
-    """A replacement for socket.create_connection that connects only to addresses it has checked."""
-
-    def connect(address: tuple[str, int], timeout: float, source_address: Any = None) -> socket.socket:
-        host, port = address
-        resolved = _resolve(host, port)
-        if not allow_private:
-            for *_, sockaddr in resolved:
-                ip = ipaddress.ip_address(sockaddr[0].split("%", 1)[0])
-                if reason := address_refusal(ip):
-                    raise SourceRefused(f"{host} resolves to {ip}, a {reason} address; refused ({ALLOW_PRIVATE_HINT})")
-        return _connect_first(resolved, timeout)
-
-    return connect
-
-
-def _resolve(host: str, port: int) -> list[Any]:
-    try:
-        resolved = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as error:
-        raise SourceUnavailable(f"cannot resolve {host}: {error.strerror or error}") from None
-    if not resolved:
-        raise SourceUnavailable(f"{host} resolves to no address")
-    return resolved
-
-
-def _connect_first(resolved: list[Any], timeout: float) -> socket.socket:
-    last_error: OSError | None = None
-    for family, kind, protocol, _, sockaddr in resolved:
-        sock = socket.socket(family, kind, protocol)
-        try:
-            sock.settimeout(timeout)
-            sock.connect(sockaddr)
-        except OSError as error:
-            sock.close()
-            last_error = error
-            continue
-        return sock
-    raise last_error or SourceUnavailable("no address to connect to")
 
 
 def _check_status(response: http.client.HTTPResponse, label: str) -> None:

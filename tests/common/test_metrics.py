@@ -74,7 +74,7 @@ def test_each_outcome_is_counted_under_its_own_label() -> None:
     decision_counted(operation=operation, outcome="DENIED")
 
     moved = {code: value("quota_decisions_total", operation=operation, outcome=code) - before[code] for code in before}
-    assert moved == {"OK": 0, "OVER_LIMIT": 2, "COST_EXCEEDS_LIMIT": 0, "DENIED": 1}
+    assert moved == {"OK": 0, "OVER_LIMIT": 2, "COST_EXCEEDS_LIMIT": 0, "DENIED": 1, "BATCH_REJECTED": 0}
 
 
 def test_an_unknown_outcome_is_a_programming_error() -> None:

@@ -5,13 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.toggles.sources import (
-    SourceRefused,
-    SourceUnavailable,
-    address_refusal,
-    source_fetch,
-    source_label,
-)
+from apps.common.outbound import address_refusal
+from apps.toggles.sources import SourceRefused, SourceUnavailable, source_fetch, source_label
 from tests.toggles.factories import LocalHttpSource
 
 

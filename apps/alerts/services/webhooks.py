@@ -1,6 +1,6 @@
-"""Signed webhook POSTs behind the same SSRF guard as the toggles source (apps/toggles/sources.py).
+"""Signed webhook POSTs behind the same SSRF guard as the toggles source (apps/common/outbound.py).
 
-The host is resolved once, every address is judged by the toggles source's `address_refusal` (loopback,
+The host is resolved once, every address is judged by `address_refusal` (loopback,
 private, link-local, mapped IPv4 ...), and the socket connects only to the addresses judged, so a DNS answer
 that changes between check and connect cannot slip a private address through. Redirects are not followed,
 proxy variables are not read. QUOTA_ALERTS_WEBHOOK_ALLOW_PRIVATE=true lifts the address check and accepts
@@ -16,13 +16,12 @@ import hashlib
 import hmac
 import http.client
 import ipaddress
-import socket
-from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from apps.toggles.sources import address_refusal, source_label
+from apps.common.outbound import AddressRefused, ConnectFailed, address_refusal, guarded_connector
+from apps.toggles.sources import source_label
 
 USER_AGENT = "quota-platform-alerts/1"
 SIGNATURE_HEADER = "X-Quota-Signature"
@@ -79,13 +78,18 @@ def webhook_post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: f
     connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
     port = parts.port or (http.client.HTTPS_PORT if https else http.client.HTTP_PORT)
     connection = connection_class(parts.hostname or "", port, timeout=timeout_s)
-    connection._create_connection = _guarded_connector(allow_private=allow_private)  # type: ignore[attr-defined]
+    connection._create_connection = guarded_connector(allow_private=allow_private)  # type: ignore[attr-defined]
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     label = source_label(url)
     try:
         connection.request("POST", target, body=body, headers={**headers, "User-Agent": USER_AGENT})
         response = connection.getresponse()
         response.read(64 * 1024)
+    except AddressRefused as refused:
+        where = f"{refused.host} resolves to {refused.address}"
+        raise WebhookRefused(f"{where}, not a public address: {refused.reason}; {ALLOW_PRIVATE_HINT}") from None
+    except ConnectFailed as error:
+        raise WebhookFailed(str(error)) from None
     except (OSError, http.client.HTTPException) as error:
         raise WebhookFailed(f"cannot reach {label}: {error or type(error).__name__}") from None
     finally:
@@ -95,37 +99,3 @@ def webhook_post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: f
     if not 200 <= response.status < 300:
         raise WebhookFailed(f"{label} answered HTTP {response.status} {response.reason}".rstrip())
     return response.status
-
-
-def _guarded_connector(*, allow_private: bool) -> Any:
-    def connect(address: tuple[str, int], timeout: float, source_address: Any = None) -> socket.socket:
-        host, port = address
-        try:
-            resolved = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except socket.gaierror as error:
-            raise WebhookFailed(f"cannot resolve {host}: {error.strerror or error}") from None
-        if not allow_private:
-            for *_, sockaddr in resolved:
-                ip = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-                if reason := address_refusal(ip):
-                    raise WebhookRefused(
-                        f"{host} resolves to {ip}, not a public address: {reason}; {ALLOW_PRIVATE_HINT}"
-                    )
-        return _connect_first(resolved, timeout)
-
-    return connect
-
-
-def _connect_first(resolved: list[Any], timeout: float) -> socket.socket:
-    last_error: OSError | None = None
-    for family, kind, protocol, _, sockaddr in resolved:
-        sock = socket.socket(family, kind, protocol)
-        try:
-            sock.settimeout(timeout)
-            sock.connect(sockaddr)
-        except OSError as error:
-            sock.close()
-            last_error = error
-            continue
-        return sock
-    raise last_error or WebhookFailed("no address to connect to")
