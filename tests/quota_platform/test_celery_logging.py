@@ -2,10 +2,6 @@
 empty store every second logs no line per run, and shows them all at DEBUG; the filter itself on real records."""
 
 import logging
-import os
-import secrets
-import subprocess
-import sys
 import time
 
 import pytest
@@ -13,8 +9,7 @@ from celery.app.trace import LOG_RECEIVED, LOG_SUCCESS
 from celery.app.trace import info as trace_info
 
 from quota_platform.celery_logging import RoutineBeatJobsAtDebug
-from tests.servers import repository_root
-from tests.support import live_server
+from tests.support.celery_worker import celery_worker
 from tests.usage.test_celery_worker_and_beat import broker, flush_every_second  # noqa: F401 - fixtures
 
 RUN_S = 8
@@ -59,28 +54,12 @@ def test_routine_lines_about_beat_jobs_are_dropped_at_info_and_the_rest_kept(kep
 
 def worker_log(tmp_path, loglevel: str, broker_url: str, redis_url: str, key_prefix: str) -> str:
     """What a worker with embedded beat logs at `loglevel` while flushing an empty store for RUN_S seconds."""
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp_path),
-        "ENV_FILE": "",
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "DATABASE_URL": live_server.test_database_url(),
-        "REDIS_URL": redis_url,
-        "CELERY_BROKER_URL": broker_url,
-        "QUOTA_KEY_PREFIX": key_prefix,
-        "VAR_DIR": str(tmp_path / "var"),
-    }
-    command = [sys.executable, "-m", "celery", "-A", "quota_platform", "worker", "-B", "--pool=solo"]
-    command += ["--without-gossip", "--without-mingle", "--without-heartbeat", f"--loglevel={loglevel}"]
-    log_path = tmp_path / f"celery-{loglevel}.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, cwd=repository_root(), env=env, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
-        try:
-            time.sleep(RUN_S)
-            assert process.poll() is None, log_path.read_text(errors="replace")
-        finally:
-            process.terminate()
-            process.wait(timeout=20)
+    worker = celery_worker(
+        tmp_path, broker_url=broker_url, redis_url=redis_url, key_prefix=key_prefix, loglevel=loglevel
+    )
+    with worker as (process, log_path):
+        time.sleep(RUN_S)
+        assert process.poll() is None, log_path.read_text(errors="replace")
     return log_path.read_text(errors="replace")
 
 

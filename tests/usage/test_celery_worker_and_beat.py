@@ -1,10 +1,6 @@
 """A real Celery worker with an embedded beat, scheduled by setup_periodic_tasks, flushes usage into PostgreSQL."""
 
 import io
-import os
-import secrets
-import subprocess
-import sys
 import time
 
 import pytest
@@ -14,8 +10,8 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from apps.engine import ManualClock
 from apps.engine.store.redis import RedisStore
 from apps.usage.models import UsageMinute
-from tests.servers import RedisServer, repository_root
-from tests.support import live_server
+from tests.servers import RedisServer
+from tests.support.celery_worker import celery_worker
 from tests.usage.factories import spend
 
 WAIT_S = 60
@@ -41,31 +37,8 @@ def flush_every_second(transactional_db):
 
 @pytest.fixture
 def worker(tmp_path, broker, redis_url, key_prefix, flush_every_second):
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp_path),
-        "ENV_FILE": "",
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "DATABASE_URL": live_server.test_database_url(),
-        "REDIS_URL": redis_url,
-        "CELERY_BROKER_URL": broker,
-        "QUOTA_KEY_PREFIX": key_prefix,
-        "VAR_DIR": str(tmp_path / "var"),
-    }
-    command = [sys.executable, "-m", "celery", "-A", "quota_platform", "worker", "-B", "--pool=solo"]
-    command += ["--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=INFO"]
-    log_path = tmp_path / "celery.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=repository_root(), env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield process, log_path
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with celery_worker(tmp_path, broker_url=broker, redis_url=redis_url, key_prefix=key_prefix) as running:
+        yield running
 
 
 @pytest.mark.slow
