@@ -114,7 +114,7 @@ def outcome_of_decision(
     """`windows_s`: the limits' windows when the caller has them at hand (EngineArgs), else worked out here."""
     return CheckOutcome(
         decision.allowed,
-        OK if decision.allowed else OVER_LIMIT if decision.retry_after_ms is not None else COST_EXCEEDS_LIMIT,
+        OK if decision.allowed else _refusal_code(decision),
         decision.retry_after_ms,
         decision.limits,
         {limit.name: window_seconds(limit) for limit in limits} if windows_s is None else windows_s,
@@ -124,6 +124,19 @@ def outcome_of_decision(
         # Only the engine shapes (a fallback or hybrid decision admits what fits now, or refuses).
         decision.delay_ms if type(decision) is Decision else 0,
     )
+
+
+def _refusal_code(decision: Decision | FallbackDecision) -> str:
+    """OVER_LIMIT when waiting (or a release) can help; COST_EXCEEDS_LIMIT when nothing ever will."""
+    if decision.retry_after_ms is not None or any(_held_until_released(result) for result in decision.limits):
+        return OVER_LIMIT
+    return COST_EXCEEDS_LIMIT
+
+
+def _held_until_released(result: LimitResult) -> bool:
+    """A concurrency limit full of allocations (leases with no expiry): no time to wait for, but a release frees
+    a slot, so the check is over the limit, not costing more than it can ever hold."""
+    return result.over and not result.shadow and result.algorithm == "concurrency" and result.remaining == 0
 
 
 def outcome_message(outcome: CheckOutcome) -> str | None:
@@ -143,6 +156,8 @@ def outcome_message(outcome: CheckOutcome) -> str | None:
             else (f"retry the batch after {outcome.retry_after_ms} ms")
         )
         return f"Admitted on its own, but another item of this atomic batch was refused, so none was; {when}."
+    if outcome.retry_after_ms is None:
+        return f"Over {names}: every slot is held until released; release one or ask for a higher limit."
     return f"Over {names}; retry after {outcome.retry_after_ms} ms."
 
 

@@ -41,6 +41,9 @@ def test_an_allocation_never_expires_and_fills_the_quota_until_released(api, str
     refused = allocate(api)
     assert refused.status_code == 429
     assert refused.json()["retry_after_ms"] is None  # waiting will not free a slot: releasing will
+    assert refused.json()["code"] == "OVER_LIMIT"  # not COST_EXCEEDS_LIMIT: a release makes room
+    assert "held until released" in refused.json()["message"]
+    assert "Retry-After" not in refused
     assert api.post(f"/api/v1/leases/{first.json()['lease_id']}/renew", {}, format="json").json()["expires_at"] is None
     assert api.delete(f"/api/v1/leases/{first.json()['lease_id']}").status_code == 204
     assert allocate(api).status_code == 201
