@@ -41,6 +41,7 @@ from apps.engine import CheckItem, KeyLayout, LimitResult, LimitSpec
 from apps.engine.clock import SystemClock
 from apps.engine.hybrid import RedisPeers, SyncLog, hybrid_key
 from apps.engine.reference.calendar import pick_window, window_bounds
+from apps.engine.store.stored_decisions import StoredDecisions
 from apps.limits.models import Algorithm
 from apps.limits.snapshot import LimitConfig
 
@@ -84,7 +85,8 @@ class HybridHold:
 
 
 def hybrid_take(item: CheckItem, limits: Sequence[LimitConfig], specs: Sequence[LimitSpec]) -> HybridHold:
-    """Reserve `item`'s cost on each hybrid limit, all or nothing (a shadow limit reports, never refuses)."""
+    """Reserve `item`'s cost on each hybrid limit, all or nothing (a shadow limit reports, never refuses); a dry
+    run reserves nothing and reports what is left before it."""
     counters = [counter_for(limit, spec, item) for limit, spec in zip(limits, specs, strict=True)]
     taken: list[Taken] = []
     over: set[str] = set()
@@ -98,7 +100,7 @@ def hybrid_take(item: CheckItem, limits: Sequence[LimitConfig], specs: Sequence[
         else:
             taken.append(Taken(counter, cost, window, limit.name))
     refused = [limit for limit in limits if limit.name in over and limit.mode != "shadow"]
-    if refused:
+    if refused or item.dry_run:  # a dry run only looks: what it took is back before anyone decides on it
         hybrid_give_back(taken)
         taken = []
     results = tuple(
@@ -212,6 +214,19 @@ def counters_redis() -> Any:
     per URL). The hot path's timeout: a request may make an exchange itself (when the background thread is
     late), and a Redis that does not answer must not hold it; the counter then decides on what it last knew."""
     return _client(settings.COUNTERS_REDIS_URL, settings.QUOTA_REDIS_TIMEOUT_MS)
+
+
+def stored_decisions() -> StoredDecisions | None:
+    """Where an all-hybrid check remembers its request id: the counters' Redis, in the key and format check.lua
+    uses (hybrid_decide.py); None in the embedded default, which has no Redis."""
+    if not settings.COUNTERS_REDIS_URL:
+        return None
+    return _stored(settings.COUNTERS_REDIS_URL, settings.QUOTA_REDIS_TIMEOUT_MS, settings.QUOTA_KEY_PREFIX)
+
+
+@functools.lru_cache(maxsize=4)
+def _stored(url: str, timeout_ms: int, prefix: str) -> StoredDecisions:
+    return StoredDecisions(_client(url, timeout_ms), _layout(prefix))
 
 
 @functools.lru_cache(maxsize=4)

@@ -18,7 +18,6 @@ struct.unpack costs ~15 ns a number where text cost ~200 ns. store/args.py build
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -38,6 +37,7 @@ from apps.engine.store.decide import Outcome
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.store.seeds import seed_text
 from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases, lua
+from apps.engine.store.stored_decisions import row_decision, stored_outcome
 from apps.engine.types import (
     BatchMode,
     CheckItem,
@@ -264,36 +264,15 @@ class RedisStore:
 def _decision(plan: ItemPlan, row: list[Any]) -> Decision:
     """The Decision of `plan` from its row of check.lua's answer (see its header)."""
     if row[0] == -1:
-        return _replayed(_text(row[1])).decision
+        return stored_outcome(_text(row[1])).decision
     results = tuple(
         LimitResult(s.name, s.algorithm, s.unit, s.quantity, row[n + 1], row[n + 2], s.shadow, row[n] == 1)
         for s, n in zip((limit.spec for limit in plan.limits), range(4, len(row), 3), strict=True)
     )
-    return _row_decision(row, results, row[2] == 1)
-
-
-def _row_decision(row: list[Any], results: tuple[LimitResult, ...], replayed: bool) -> Decision:
-    """row[1] is the retry (-1 = never) of a refused check, the delay of an admitted one (check.lua)."""
-    if row[0] == 1:
-        return Decision(True, 0, results, replayed, row[1])
-    return Decision(False, None if row[1] == -1 else row[1], results, replayed)
+    return row_decision(row, results, row[2] == 1)
 
 
 def _outcome(plan: ItemPlan, row: list[Any]) -> Outcome:
     if row[0] == -1:
-        return _replayed(_text(row[1]))
+        return stored_outcome(_text(row[1]))
     return Outcome(_decision(plan, row), plan.lease_id if row[3] > 0 else None, row[3])
-
-
-def _replayed(blob: str) -> Outcome:
-    """The outcome stored as "<decided at ms>|<row>|<lease id>|<limits JSON>|<fingerprint>" (check.lua); a
-    decision stored before fingerprints ends with the JSON."""
-    _, numbers, lease_id, described = blob.split("|", 3)
-    if not described.endswith("]"):
-        described = described.rpartition("|")[0]
-    row = [int(value) for value in numbers.split(",")]
-    results = tuple(
-        LimitResult(name, algorithm, unit, limit, row[n + 1], row[n + 2], shadow, row[n] == 1)
-        for (name, algorithm, unit, limit, shadow), n in zip(json.loads(described), range(4, len(row), 3), strict=True)
-    )
-    return Outcome(_row_decision(row, results, True), lease_id or None, row[3])
