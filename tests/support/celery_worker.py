@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,13 +36,23 @@ def celery_worker(
     command += ["--without-gossip", "--without-mingle", "--without-heartbeat", f"--loglevel={loglevel}"]
     log_path = home / f"celery-{loglevel}.log"
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, cwd=repository_root(), env=env, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
+        # Its own process group: `-B` runs beat in a child process, which must not outlive the test (an orphaned
+        # beat kept querying the test database and deadlocked the next test's flush).
+        process = subprocess.Popen(  # noqa: S603
+            command, cwd=repository_root(), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             yield process, log_path
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop_group(process)
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the worker's whole process group (a warm shutdown), then SIGKILL whatever is left of it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=20)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
