@@ -2,17 +2,19 @@
 one by one (the command to a file or standard output, the admin as a streaming response).
 
 Columns: at (ISO 8601, UTC, milliseconds), at_ms, then the DecisionEvent columns as stored. Ordered by time.
+The CSV follows the usage exports' rule for cells a spreadsheet would run (apps/common/spreadsheets.py): the
+customers, limits and counter keys in the log come from callers.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from django.db.models import QuerySet
 
+from apps.common.spreadsheets import csv_writer
 from apps.quality.models import DecisionEvent
 from apps.quality.selectors import at_ms_of
 
@@ -45,7 +47,7 @@ def export_lines(records: Iterable[dict[str, Any]], fmt: str) -> Iterator[str]:
             yield json.dumps(record, ensure_ascii=False) + "\n"
         return
     line = _Line()
-    writer = csv.writer(line)
+    writer = csv_writer(line)
     writer.writerow(HEADER)
     yield line.take()
     for record in records:
@@ -82,7 +84,7 @@ def _cell(value: Any) -> Any:
 
 
 class _Line:
-    """A file for csv.writer that hands back what was written since the last take()."""
+    """A file for csv_writer that hands back what was written since the last take()."""
 
     def __init__(self) -> None:
         self._parts: list[str] = []

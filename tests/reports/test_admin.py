@@ -270,7 +270,7 @@ def test_a_finished_file_is_served_only_to_users_who_may_export(analyst_client, 
     job = ExportJobFactory()
     services.export_job_run(job_id=job.pk)
 
-    assert downloaded(analyst_client.get(job_url(job, "download"))).startswith(b"customer,operation,bucket,")
+    assert downloaded(analyst_client.get(job_url(job, "download"))).startswith(b'"customer","operation","bucket",')
     assert logged_in(UserFactory(username="reader")).get(job_url(job, "download")).status_code == 403
     anonymous = Client().get(job_url(job, "download"))
     assert anonymous.status_code == 302

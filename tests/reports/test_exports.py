@@ -1,6 +1,7 @@
 """Every export format round-trips to the stored numbers exactly; the formats' own rules (CSV formula
 defusing, XLSX text cells, sheet roll-over and big integers, the JSON header)."""
 
+import csv
 import datetime as dt
 import io
 import json
@@ -128,6 +129,29 @@ def test_csv_defuses_what_a_spreadsheet_would_run_but_xlsx_and_json_keep_it_verb
     ]
     sheet = openpyxl.load_workbook(io.BytesIO(written("xlsx", all_days())))["usage"]
     assert [(cell.value, cell.data_type) for cell in sheet["A"][1:]] == [("=HYPERLINK(1)", "s"), ("#N/A", "s")]
+
+
+def test_csv_defuses_a_leading_tab_or_carriage_return_and_quotes_text_so_no_separator_starts_a_cell() -> None:
+    UsageHourFactory(customer="\t=1+1", operation="\r=1+1", bucket=DAY0, service="ingest;=1+1")
+
+    text = written("csv", all_days()).decode()
+
+    (row,) = list(csv.reader(io.StringIO(text, newline="")))[1:]
+    assert row[:2] == ["'\t=1+1", "'\r=1+1"]
+    assert row[COLUMNS.index("service")] == "ingest;=1+1"
+    # A spreadsheet that splits on ";" (its locale's list separator) keeps a quoted cell whole.
+    assert '"ingest;=1+1"' in text
+
+
+def test_xlsx_stores_a_would_be_formula_as_text_with_a_quote_prefix() -> None:
+    for hour, text in enumerate(("=1+1", "+1+1", "-1+1", "@SUM(A1)", "\t=1+1")):
+        UsageHourFactory(customer=text, bucket=DAY0 + dt.timedelta(hours=hour))
+
+    sheet = openpyxl.load_workbook(io.BytesIO(written("xlsx", all_days())))["usage"]
+
+    assert [(cell.value, cell.data_type, cell.quotePrefix) for cell in sheet["A"][1:]] == [
+        (text, "s", True) for text in ("=1+1", "+1+1", "-1+1", "@SUM(A1)", "\t=1+1")
+    ], "a spreadsheet shows the text as it is and keeps it text when the cell is edited"
 
 
 def test_xlsx_writes_counts_a_spreadsheet_cannot_hold_exactly_as_text() -> None:

@@ -31,14 +31,16 @@ checks. A row is one customer x operation x service x api_key x bucket; rows com
 operation, service, api_key. Numbers are the stored integers, exactly:
 
 - CSV (text/csv, UTF-8, no byte order mark, CRLF line ends): a header line, then one line per row;
-  `costs` is a JSON text cell. A customer, operation or service that a spreadsheet would run as a formula (it
-  starts with = + - @, a tab or a carriage return) gets a single quote in front; nothing else changes.
+  `costs` is a JSON text cell. Text cells are in double quotes and numbers bare. A text that a spreadsheet
+  would run as a formula (it starts with = + - @, a tab, a line break or NUL) gets a single quote in front;
+  nothing else changes (apps/common/spreadsheets.py, the rule of every export).
 - XLSX: sheet "usage" holds the header and the rows (past Excel's 1,048,576 rows per sheet they continue
   on "usage 2", "usage 3", ... each with the header again), then sheet "about" lists the filters, the
   row count and these column meanings. Counts and session_ms are number cells (integers below 2**53, which
   a spreadsheet holds exactly; a larger one would be written as text rather than rounded); `bucket` and
   `costs` are text cells. Text is always stored as text, so a name starting with = is never run as a
-  formula and needs no quote; control characters XML cannot hold become U+FFFD.
+  formula and needs no quote in its value (it has the quote-prefix style, so it stays text when edited);
+  control characters XML cannot hold become U+FFFD.
 - JSON (application/json, UTF-8): one object, the filters first, then "rows": a list of objects with the
   columns above as keys, `costs` as a JSON object, counts and session_ms as JSON integers:
   {"granularity": "hour", "from": "...", "to": "...", "customers": [...], "operations": [...],

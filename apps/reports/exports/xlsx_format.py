@@ -11,11 +11,11 @@ from typing import BinaryIO
 
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
-from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
+from apps.common.spreadsheets import xlsx_text_cell
 from apps.reports.exports.columns import (
     CALLER_COLUMNS,
     COLUMN_DOCS,
@@ -32,7 +32,6 @@ SHEET_ROWS = 1_048_576
 # Spreadsheets hold numbers as 64-bit floats: integers from here on would lose digits, so they are written as text.
 EXACT_INTEGER_LIMIT = 2**53
 COLUMN_WIDTHS = (24, 20, 27, 12, 12, 14, 12, 12, 12, 40, 12, 20, 12)
-REPLACEMENT = "\ufffd"
 
 
 def usage_xlsx_write(rows: Iterable[UsageBucket], target: BinaryIO, info: Mapping[str, object]) -> None:
@@ -61,27 +60,14 @@ def _data_sheet(workbook: Workbook, *, number: int) -> WriteOnlyWorksheet:
 
 def _values(sheet: WriteOnlyWorksheet, row: UsageBucket) -> list[object]:
     return [
-        _text(sheet, row.customer),
-        _text(sheet, row.operation),
+        xlsx_text_cell(sheet, row.customer),
+        xlsx_text_cell(sheet, row.operation),
         bucket_text(row),
         *(_number(getattr(row, name)) for name in COUNT_COLUMNS),
-        _text(sheet, costs_text(row.costs)),
+        xlsx_text_cell(sheet, costs_text(row.costs)),
         *(_number(getattr(row, name)) for name in TIME_COLUMNS),
-        *(_text(sheet, getattr(row, name)) for name in CALLER_COLUMNS),
+        *(xlsx_text_cell(sheet, getattr(row, name)) for name in CALLER_COLUMNS),
     ]
-
-
-def _text(sheet: WriteOnlyWorksheet, text: str) -> object:
-    """A text cell that stays text: openpyxl would read "=..." as a formula and "#N/A" as an error value.
-
-    XML cannot hold most control characters at all; each becomes U+FFFD.
-    """
-    text = ILLEGAL_CHARACTERS_RE.sub(REPLACEMENT, text)
-    if not (text.startswith("=") or text in ERROR_CODES):
-        return text
-    cell = WriteOnlyCell(sheet, text)
-    cell.data_type = "s"
-    return cell
 
 
 def _number(value: int) -> int | str:
@@ -101,7 +87,7 @@ def _about_sheet(workbook: Workbook, info: Mapping[str, object], total: int) -> 
     sheet.append([_bold(sheet, "Usage export")])
     for name, value in info.items():
         shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else value
-        sheet.append([name, _text(sheet, str(shown))])
+        sheet.append([name, xlsx_text_cell(sheet, str(shown))])
     sheet.append(["rows", total])
     sheet.append([])
     sheet.append([_bold(sheet, "column"), _bold(sheet, "meaning")])
