@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 import pytest
 from prometheus_client import REGISTRY
 
 from apps.quality.models import LogCheck
+from apps.quality.services.jobs import decision_log_drain_job
 from apps.quality.services.losses import MARGIN_MINUTES, log_losses_check
 from apps.usage.models import FlushedMinute, UsageMinute
 from tests.quality.logs import MINUTE_MS, decision, drain, minute_ms, stream_of, write
@@ -91,3 +93,45 @@ def test_more_drained_than_logged_is_reported_as_surplus_not_loss(redis_client, 
 
     assert (report.lost, report.surplus) == (0, 1)
     assert lost_total() == before
+
+
+def lost_minute(redis_client, key_prefix, minute: int, customer: str, *, drained_before: bool = False) -> None:
+    """Three decisions of `customer` in `minute`, the oldest trimmed by the stream's cap, and the usage flushed
+    (after a drain took the other two, if `drained_before`: the next drain then reads nothing)."""
+    write(redis_client, key_prefix, *[decision(minute + n, customer=customer) for n in range(3)], customer=customer)
+    redis_client.xtrim(stream_of(key_prefix, customer), maxlen=2, approximate=False)
+    if drained_before:
+        drain(redis_client, key_prefix)
+    flushed(minute, customer, logged=3, allowed=3)
+
+
+def test_every_drain_whose_loss_check_finds_lost_entries_warns(settings, redis_client, key_prefix, caplog) -> None:
+    settings.QUOTA_KEY_PREFIX = key_prefix
+    minute = minute_ms(dt.datetime.now(dt.UTC)) - 10 * MINUTE_MS
+    lost_minute(redis_client, key_prefix, minute, "acme")
+    caplog.set_level(logging.DEBUG)
+
+    first = decision_log_drain_job()
+    lost_minute(redis_client, key_prefix, minute + MINUTE_MS, "bob", drained_before=True)
+    second = decision_log_drain_job()
+
+    assert (first.losses.lost, second.losses.lost) == (1, 1)
+    assert second.drain.read == 0, "an idle drain, which logs its own summary at debug"
+    warnings = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert len(warnings) == 2, "each drain that finds a loss says so, not only the first"
+    assert "1 entries LOST" in warnings[0]
+    assert "acme PutRecords @ " in warnings[0]
+    assert "bob PutRecords @ " in warnings[1]
+
+
+def test_a_drain_that_finds_nothing_lost_does_not_warn(settings, redis_client, key_prefix, caplog) -> None:
+    settings.QUOTA_KEY_PREFIX = key_prefix
+    minute = minute_ms(dt.datetime.now(dt.UTC)) - 10 * MINUTE_MS
+    write(redis_client, key_prefix, decision(minute))
+    flushed(minute, "acme", logged=1, allowed=1)
+    caplog.set_level(logging.DEBUG)
+
+    report = decision_log_drain_job()
+
+    assert (report.losses.minutes, report.losses.lost) == (1, 0)
+    assert [record for record in caplog.records if record.levelno >= logging.WARNING] == []

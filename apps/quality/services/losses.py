@@ -7,12 +7,15 @@ MARGIN before a drain that reached every stream), the entries stored for each cu
 `logged`. A LogCheck row keeps each customer x operation that logged or drained anything, and one total row
 per minute (customer and operation empty) marks the minute checked: each minute is checked once. Entries lost
 (a positive difference: trimmed by the stream's cap before a drain, Redis lost) count into the Prometheus
-counter quota_decision_log_lost_total and are named in the drain job's output.
+counter quota_decision_log_lost_total and are named in the drain job's output and in a WARNING log line, on
+every run that finds any (a surplus, usage lost rather than log entries, too), whatever level the drain itself
+logs at: an idle drain logs at debug, and a loss found then must not be as quiet.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -23,6 +26,8 @@ from apps.engine.decision_log import DECISION_EVENTS
 from apps.quality.metrics import log_lost_count
 from apps.quality.models import DecisionEvent, LogCheck
 from apps.usage.models import FlushedMinute, UsageMinute
+
+logger = logging.getLogger(__name__)
 
 MINUTE_MS = 60_000
 # A minute is checked once its end is this long before the drain began: its entries carry the script's time,
@@ -70,6 +75,8 @@ def log_losses_check(*, drained_at_ms: int, now: dt.datetime | None = None) -> L
         _minute_check(minute, report)
     if report.lost:
         log_lost_count(report.lost)
+    if report.lost or report.surplus:
+        logger.warning("decision log %s", report.summary)
     return report
 
 
