@@ -32,13 +32,17 @@ from apps.enforcement.services import (
 )
 from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_call
-from apps.engine import CheckItem, Decision, IdempotencyKeyReused, Store, lease_owner
+from apps.engine import CheckItem, Decision, IdempotencyKeyReused, KeyLayout, Store, lease_owner
+from apps.engine.keys import limit_name_of
 from apps.engine.types import SessionTimeSpent
 from apps.limits.models import Algorithm, Mode, StoreFailurePolicy
 from apps.limits.resolution import resolve
 from apps.limits.snapshot import LimitConfig, Snapshot
+from apps.limits.snapshot_holder import snapshot_current
 
 DEFAULT_LEASE_TTL_S = 300
+# Reads the counter key a lease id names; the prefix is never used (an id holds the key without it).
+_LEASE_IDS = KeyLayout("lease-id")
 # What acquiring answers: the decision, the lease id (None when refused or without Redis), its expiry.
 Acquired = tuple[Decision | FallbackDecision, str | None, int]
 
@@ -60,16 +64,35 @@ class LeaseOutcome:
 
 def _lease_ttl(requested: int | None, limit: LimitConfig) -> int | None:
     """The ttl in seconds; None for an allocation (ALLOCATION requested), which holds its slot until released."""
-    if requested == ALLOCATION:
-        return None
-    longest = limit.period_s or MAX_LEASE_TTL_S
+    return None if requested == ALLOCATION else _capped_ttl(requested, limit)
+
+
+def _capped_ttl(requested: int | None, limit: LimitConfig | None) -> int:
+    """The ttl in seconds of acquiring or renewing a lease on concurrency `limit` (None: the default). The limit's
+    period is the longest a lease may run, each renewal included; without a period, or for a lease whose limit
+    is gone, MAX_LEASE_TTL_S."""
+    longest = (limit.period_s if limit else None) or MAX_LEASE_TTL_S
     ttl = requested if requested is not None else min(DEFAULT_LEASE_TTL_S, longest)
     if not 1 <= ttl <= longest:
+        of_limit = f" for limit {limit.name}" if limit else ""
         raise InvalidInput(
-            f"ttl_s must be between 1 and {longest} seconds for limit {limit.name}.",
-            fields={"ttl_s": [f"1..{longest}"]},
+            f"ttl_s must be between 1 and {longest} seconds{of_limit}.", fields={"ttl_s": [f"1..{longest}"]}
         )
     return ttl
+
+
+def _lease_limit(lease_id: str, snapshot: Snapshot) -> LimitConfig | None:
+    """The concurrency limit whose slot `lease_id` holds (its id names the counter key), or None if it is gone."""
+    target = _LEASE_IDS.lease_target(lease_id)
+    if target is None:
+        return None
+    name = limit_name_of(target[0].split(":", 1)[1])
+    # A renewal is rare next to checks: a scan of the configured limits is cheap enough (as allocations.py's).
+    for limits in snapshot.limits_by_operation.values():
+        for limit in limits:
+            if limit.name == name and limit.algorithm == Algorithm.CONCURRENCY:
+                return limit
+    return None
 
 
 def _slot_and_others(limits: tuple[LimitConfig, ...], operation: str) -> tuple[LimitConfig, list[LimitConfig]]:
@@ -136,11 +159,10 @@ def _authorize_lease(principal: ApiPrincipal, lease_id: str) -> None:
     principal.authorize(owner)
 
 
-def lease_renew(*, principal: ApiPrincipal, lease_id: str, ttl_s: int | None) -> int:
+def lease_renew(*, principal: ApiPrincipal, lease_id: str, ttl_s: int | None, snapshot: Snapshot | None = None) -> int:
     _authorize_lease(principal, lease_id)
-    ttl = ttl_s if ttl_s is not None else DEFAULT_LEASE_TTL_S
-    if not 1 <= ttl <= MAX_LEASE_TTL_S:
-        raise InvalidInput(f"ttl_s must be between 1 and {MAX_LEASE_TTL_S}.", fields={"ttl_s": ["out of range"]})
+    # Held to the cap acquiring is held to (nothing moves when refused): else a renewal outlives the limit's period.
+    ttl = _capped_ttl(ttl_s, _lease_limit(lease_id, snapshot or snapshot_current()))
     try:
         expires_at = engine_call(lambda store: store.lease_renew(lease_id, ttl), fallback=_renew_without_store)
     except SessionTimeSpent as spent:
