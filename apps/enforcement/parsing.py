@@ -159,16 +159,28 @@ def _ip(value: Any, errors: Errors) -> str:
     if normalized is None:
         errors["ip"] = [f"“{value[:70]}” is not an IPv4 or IPv6 address."]
         return ""
+    if "%" in normalized:
+        errors["ip"] = [
+            f"“{value[:70]}” has a zone ({normalized[normalized.index('%') :][:20]}): a zone names a network "
+            "interface of the host that wrote it and means nothing here; send the address without it."
+        ]
+        return ""
     return normalized
 
 
 @functools.lru_cache(maxsize=65536)
 def _normalized_ip(value: str) -> str | None:
-    """One spelling per address (clients repeat: cached)."""
+    """One spelling per address, so one address makes one per-IP counter (clients repeat: cached). Case, leading
+    zeros and `::` are spelled one way; an IPv4 client seen through an IPv6 socket (::ffff:203.0.113.7) is that
+    IPv4 address, as access rules match it. A zone (fe80::1%eth0) is kept for _ip to refuse: five zones of one
+    address would be five counters."""
     try:
-        return str(ipaddress.ip_address(value))
+        address = ipaddress.ip_address(value)
     except ValueError:
         return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped and not address.scope_id:
+        return str(address.ipv4_mapped)
+    return str(address)
 
 
 def _flag(data: dict[str, Any], name: str, errors: Errors) -> bool:

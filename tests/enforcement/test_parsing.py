@@ -140,6 +140,27 @@ def test_a_control_character_in_any_text_field_is_refused_on_that_field(field, c
     assert "control characters" in errors[field][0]
 
 
+@pytest.mark.parametrize(
+    ("ip", "canonical"),
+    [
+        ("2001:0DB8:0000:0000:0000:0000:0000:0001", "2001:db8::1"),
+        ("::ffff:203.0.113.7", "203.0.113.7"),
+        ("::FFFF:CB00:7107", "203.0.113.7"),
+        ("fe80::0001", "fe80::1"),
+    ],
+)
+def test_an_ip_comes_out_in_one_spelling_per_address(ip, canonical) -> None:
+    assert parse_check({**VALID, "ip": ip}).ip == canonical
+
+
+@pytest.mark.parametrize("ip", ["fe80::1%eth0", "fe80::1%25eth0", "fe80::1%1", "::ffff:203.0.113.7%eth0"])
+def test_an_ip_with_a_zone_is_refused_saying_so(ip) -> None:
+    (problem,) = errors_for({**VALID, "ip": ip})["ip"]
+
+    assert "has a zone" in problem
+    assert "without it" in problem
+
+
 @pytest.mark.parametrize("field", [*TEXT_FIELDS, "ip"])
 def test_an_empty_string_is_refused_in_every_text_field(field) -> None:
     assert field in errors_for({**VALID, field: ""})
