@@ -20,6 +20,7 @@ from typing import Any
 from quota_client.hybrid import Exchange, Exchanged
 
 from apps.engine.clock import Clock
+from apps.engine.deadline import DeadlineScript
 from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, log_key_of
 from apps.engine.types import LimitSpec
 
@@ -72,7 +73,7 @@ class RedisPeers:
     """Exchanges on Redis (or a Redis Cluster client): MemoryPeers's interface, one round trip each."""
 
     def __init__(self, client: Any, *, retention_ms: int, clock: Clock | None = None) -> None:
-        self._script = client.register_script(HYBRID_SYNC_SCRIPT)
+        self._script = DeadlineScript(client, HYBRID_SYNC_SCRIPT)
         self.retention_ms = retention_ms
         self._clock = clock
         self.calls = 0

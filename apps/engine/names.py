@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Protocol
 
 from apps.engine.clock import Clock, SystemClock
+from apps.engine.deadline import DeadlineScript
 from apps.engine.keys import enc
 
 DAY_MS = 86_400_000
@@ -34,7 +35,7 @@ class NameBudget(Protocol):
 
 class RedisNameBudget:
     def __init__(self, client: object, *, key_prefix: str, clock: Clock | None = None) -> None:
-        self._script = client.register_script(NAME_ADMIT_SCRIPT)  # type: ignore[attr-defined]
+        self._script = DeadlineScript(client, NAME_ADMIT_SCRIPT)
         self._prefix = key_prefix
         self._clock = clock or SystemClock()
 

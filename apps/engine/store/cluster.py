@@ -24,6 +24,7 @@ from typing import Any
 from redis.crc import key_slot
 from redis.exceptions import AskError, MovedError, NoScriptError, RedisClusterException, RedisError, TryAgainError
 
+from apps.engine.deadline import deadline_arg, raise_if_deadline
 from apps.engine.keys import enc
 from apps.engine.store.args import NEEDS_SEED, REUSED, encode
 from apps.engine.store.base import UsageRow
@@ -70,12 +71,14 @@ class ClusterStore(SpreadChecks, RedisStore):
             # The node named: without it redis-py 8.1's cluster pipeline asks a node for the keys of every
             # EVALSHA (COMMAND GETKEYS, one more round trip per slot); a redirected group is sent again alone.
             node = client.get_node_from_key(keys[0])
-            pipe.execute_command("EVALSHA", self._check.sha, len(keys), *keys, *args, target_nodes=node)
+            deadline = deadline_arg(client)
+            pipe.execute_command("EVALSHA", self._check.sha, len(keys), *keys, *args, deadline, target_nodes=node)
             calls.append((members, index_base, epoch_key))
         answers = pipe.execute(raise_on_error=False)
         rows: list[list[Any]] = [[] for _ in plans]
         for (members, index_base, epoch_key), answer in zip(calls, answers, strict=True):
             group = [plans[i] for i in members]
+            raise_if_deadline(answer)
             if isinstance(answer, Exception) and not isinstance(answer, NOT_RUN):
                 raise answer  # e.g. CLUSTERDOWN during a failover: the limits' failure policies answer
             if isinstance(answer, NOT_RUN) or _asks_seeds(answer):
@@ -135,6 +138,13 @@ class ClusterStore(SpreadChecks, RedisStore):
             return str(self._client.get_node_from_key(f"{{c={enc(customer)}}}").name)  # type: ignore[attr-defined]
         except (RedisClusterException, RedisError):
             return "unknown"
+
+    def responsive(self, node: str | None = None) -> bool:
+        """Does master `node` (host:port; None: any) answer a PING within the client's timeout?"""
+        target = self._client.get_node(node_name=node) if node else self._client.get_default_node()
+        if target is None:
+            return False
+        return bool(self._client.ping(target_nodes=target))
 
     def usage_minutes(self) -> list[int]:
         """Minutes with usage waiting on any master (SCAN of every master for the per-slot indexes)."""

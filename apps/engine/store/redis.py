@@ -23,9 +23,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from apps.engine.clock import Clock, SystemClock
+from apps.engine.deadline import DeadlineScript, deadline_arg, raise_if_deadline, with_deadline
 from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, LogSettings, default_instance
 from apps.engine.durability import History
 from apps.engine.keys import ALGORITHM_CODES, KeyLayout
@@ -100,7 +101,7 @@ class RedisStore:
         self._seeder = seeder
         self._epoch_key = self._layout.epoch_key() if seeder is not None else None
         self._hint: Clock = clock or SystemClock()
-        self._check = client.register_script(CHECK_SCRIPT)
+        self._check = DeadlineScript(client, CHECK_SCRIPT)
         self._leases = RedisLeases(client, self._layout, self._now_arg, self._log)
         self._index_base = f"{key_prefix}:ui:"
         self._names = RedisNameBudget(client, key_prefix=key_prefix, clock=self._hint)
@@ -112,7 +113,7 @@ class RedisStore:
     def load_scripts(self) -> None:
         """Load the scripts now (optional warm-up; calls load them on demand otherwise)."""
         for script in (CHECK_SCRIPT, RENEW_SCRIPT, RELEASE_SCRIPT):
-            self._client.script_load(script)
+            self._client.script_load(with_deadline(script))
 
     def check(self, item: CheckItem, limits: Sequence[LimitSpec]) -> Decision:
         """Decide one check against `limits` in one round trip (see Store.check)."""
@@ -210,6 +211,10 @@ class RedisStore:
             pipe.zcount(key, f"({now}", "+inf")
         return sum(int(count) for count in pipe.execute())
 
+    def responsive(self, node: str | None = None) -> bool:
+        """Does Redis answer a PING (within the client's timeout)? node: ignored here (one Redis)."""
+        return bool(self._client.ping())
+
     def now_hint_ms(self) -> int:
         """Now without asking Redis: the test clock when one was given, else this host's clock."""
         return self._hint.now_ms()
@@ -236,11 +241,15 @@ class RedisStore:
         return rows
 
     def _eval(self, client: redis.Redis, keys: list[str], args: list[Any]) -> list[list[Any]]:
+        """check.lua with its deadline (deadline.py): past it, Redis writes nothing and this raises DeadlinePassed."""
         try:
-            rows: list[list[Any]] = client.evalsha(self._check.sha, len(keys), *keys, *args)
+            rows: list[list[Any]] = client.evalsha(self._check.sha, len(keys), *keys, *args, deadline_arg(client))
         except NoScriptError:
             # Redis restarted or SCRIPT FLUSH: load once more and retry (what redis-py's Script does).
             rows = self._check(keys=keys, args=args, client=client)
+        except ResponseError as error:
+            raise_if_deadline(error)
+            raise
         return rows
 
     def _seeds(self, answer: list[Any], definitions: list[tuple[LimitPlan, CheckItem]]) -> dict[int, str]:

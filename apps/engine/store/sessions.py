@@ -28,6 +28,7 @@ from typing import Any
 
 import redis
 
+from apps.engine.deadline import DeadlineScript
 from apps.engine.decision_log import LogSettings, log_key_of
 from apps.engine.keys import MINUTE_MS, KeyLayout, lease_owner_part
 from apps.engine.reference import concurrency, session_time
@@ -60,9 +61,9 @@ class RedisLeases:
         self._layout = layout
         self._now = now
         self._log = log
-        self._renew = client.register_script(RENEW_SCRIPT)
-        self._release = client.register_script(RELEASE_SCRIPT)
-        self._allocations = client.register_script(ALLOCATIONS_SCRIPT)
+        self._renew = DeadlineScript(client, RENEW_SCRIPT)
+        self._release = DeadlineScript(client, RELEASE_SCRIPT)
+        self._allocations = DeadlineScript(client, ALLOCATIONS_SCRIPT)
 
     def renew(self, lease_id: str, ttl_ms: int) -> int | None:
         """See Store.lease_renew; raises SessionTimeSpent when a session_time limit of the lease is spent."""

@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from apps.engine.deadline import DeadlineScript
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, KeyLayout
 from apps.engine.store.decide import Outcome
 from apps.engine.store.plan import request_fingerprint, usage_costs
@@ -90,7 +91,7 @@ class StoredDecisions:
     def __init__(self, client: Any, layout: KeyLayout) -> None:
         self._client = client
         self._layout = layout
-        self._remember = client.register_script(REMEMBER_SCRIPT)
+        self._remember = DeadlineScript(client, REMEMBER_SCRIPT)
 
     def recall(self, item: CheckItem, now_ms: int) -> Decision | None:
         """The decision stored for `item`'s request id, replayed (None: none, or too old); IdempotencyKeyReused
