@@ -3,6 +3,11 @@
 Closed: calls go through. After `failure_threshold` failures in a row it opens: calls skip Redis and
 go straight to each limit's failure policy, so no request waits on a dead Redis. After `open_s` one
 call is let through as a probe (half-open); success closes the breaker, failure opens it again.
+
+Before it opens, it asks `confirm` (a PING within the timeout, store.py) whether Redis itself answers. If it does,
+the failures were the calls' own (a request Redis refused, an expensive or broken one) and the breaker stays
+closed: one caller's failing requests must not send every other tenant to its failure policy. Only one thread
+confirms at a time; failures meanwhile are counted, and open nothing by themselves.
 """
 
 from __future__ import annotations
@@ -16,15 +21,22 @@ CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
 
 class CircuitBreaker:
     def __init__(
-        self, *, failure_threshold: int = 3, open_s: float = 2.0, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        failure_threshold: int = 3,
+        open_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        confirm: Callable[[], bool] | None = None,
     ) -> None:
         self._threshold = failure_threshold
         self._open_s = open_s
         self._clock = clock
+        self._confirm = confirm
         self._lock = threading.Lock()
         self._failures = 0
         self._opened_at: float | None = None
         self._probing = False
+        self._confirming = False
 
     @property
     def state(self) -> str:
@@ -51,11 +63,31 @@ class CircuitBreaker:
     def record_failure(self) -> None:
         with self._lock:
             self._failures += 1
-            if self._probing or self._failures >= self._threshold:
-                self._opened_at = self._clock()
+            due = self._probing or self._failures >= self._threshold
             self._probing = False
+            if not due or self._confirming:
+                return
+            confirm = self._confirm
+            if confirm is None:
+                self._opened_at = self._clock()
+                return
+            self._confirming = True
+        alive = _answers(confirm)  # outside the lock: a PING may take the whole timeout
+        with self._lock:
+            self._confirming = False
+            if alive:
+                self._failures, self._opened_at = 0, None
+            else:
+                self._opened_at = self._clock()
 
     def record_abandoned(self) -> None:
         """The call failed for a reason that says nothing about Redis: a probe may be tried again."""
         with self._lock:
             self._probing = False
+
+
+def _answers(confirm: Callable[[], bool]) -> bool:
+    try:
+        return confirm()
+    except Exception:  # whatever stops the confirmation says Redis did not answer
+        return False

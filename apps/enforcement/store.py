@@ -103,7 +103,27 @@ def usage_flusher_start(store: Store, interval_s: float) -> PeriodicThread:
     return flusher
 
 
-redis_breaker = CircuitBreaker(failure_threshold=settings.QUOTA_BREAKER_FAILURES, open_s=settings.QUOTA_BREAKER_OPEN_S)
+def new_breaker(node: str | None = None) -> CircuitBreaker:
+    """A breaker that opens only when Redis (or the cluster master `node`) does not answer a PING (breaker.py)."""
+    return CircuitBreaker(
+        failure_threshold=settings.QUOTA_BREAKER_FAILURES,
+        open_s=settings.QUOTA_BREAKER_OPEN_S,
+        confirm=lambda: _store_answers(node),
+    )
+
+
+def _store_answers(node: str | None) -> bool:
+    """Does the counters' Redis (its master `node` on a cluster) answer a PING within the hot path's timeout?"""
+    responsive = getattr(engine_store(), "responsive", None)
+    if responsive is None:
+        return False
+    try:
+        return bool(responsive(node))
+    except COUNTERS_ERRORS:
+        return False
+
+
+redis_breaker = new_breaker()
 # Set after a failed call or a decision that spent outside Redis: the next call that may try Redis first
 # rebuilds the counters spent on meanwhile (recovery.py). A plain flag: a lost race only reconciles twice.
 _reconcile_due = False
@@ -157,8 +177,7 @@ def breaker_for(customer: str | None) -> CircuitBreaker:
     node = store.node_of_customer(customer)
     breaker = _node_breakers.get(node)
     if breaker is None:
-        fresh = CircuitBreaker(failure_threshold=settings.QUOTA_BREAKER_FAILURES, open_s=settings.QUOTA_BREAKER_OPEN_S)
-        breaker = _node_breakers.setdefault(node, fresh)
+        breaker = _node_breakers.setdefault(node, new_breaker(node))
     return breaker
 
 

@@ -60,3 +60,41 @@ def test_a_failed_probe_opens_the_breaker_again_for_a_full_period() -> None:
     assert breaker.state == OPEN
     clock.now += 1.9
     assert not breaker.allow()
+
+
+def test_it_stays_closed_when_redis_answers_the_confirmation_whatever_failed() -> None:
+    pings = []
+    breaker = CircuitBreaker(failure_threshold=2, open_s=2, clock=Clock(), confirm=lambda: pings.append(1) or True)
+    for _ in range(10):
+        breaker.record_failure()
+
+    assert breaker.state == CLOSED
+    assert breaker.allow()
+    assert len(pings) == 5  # asked each time the failures reached the threshold again
+
+
+def test_it_opens_when_redis_does_not_answer_the_confirmation() -> None:
+    def ping() -> bool:
+        raise ConnectionError("refused")
+
+    breaker = CircuitBreaker(failure_threshold=2, open_s=2, clock=Clock(), confirm=ping)
+    breaker.record_failure()
+    assert breaker.state == CLOSED
+
+    breaker.record_failure()
+
+    assert breaker.state == OPEN
+
+
+def test_a_failed_probe_closes_the_breaker_when_redis_answers_after_all() -> None:
+    clock = Clock()
+    answers = iter([False, True])
+    breaker = CircuitBreaker(failure_threshold=1, open_s=2, clock=clock, confirm=lambda: next(answers))
+    breaker.record_failure()
+    assert breaker.state == OPEN
+    clock.now += 2
+    assert breaker.allow()
+
+    breaker.record_failure()  # the probe was a request that failed on its own
+
+    assert breaker.state == CLOSED
