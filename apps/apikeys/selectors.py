@@ -54,6 +54,16 @@ class ApiPrincipal:
         if operation is not None and not self.may_use_operation(operation):
             raise Forbidden(f"This API key may not be used for operation {operation}.", code="forbidden_operation")
 
+    def authorize_shared_report(self, limit: str, shared: bool) -> None:
+        """Refuse (403) a customer-bound key reporting state (allocations held, hybrid counts) of limit `limit` when
+        its counter is `shared` by several customers: what it reports would change the other customers' decisions.
+        Deciding through /check stays open to it: a decision is bounded by the limit, a report is not."""
+        if shared and self.customer is not None:
+            raise Forbidden(
+                f"Limit {limit} is shared by several customers: only a service-wide API key may report its state.",
+                code="shared_limit",
+            )
+
 
 def keys_compiled() -> dict[str, KeyConfig]:
     """Every key not revoked, by prefix, with its service's operations (for the config snapshot)."""

@@ -47,6 +47,12 @@ class LimitConfig:
     sync_ms: int | None = None  # None: exact; else hybrid counting (apps/enforcement/hybrid.py)
     audit: bool = False  # every decision on it is logged (apps/engine/decision_log.py)
 
+    @property
+    def shared_across_customers(self) -> bool:
+        """Its counter is not keyed by customer (global, or by ip, service, api_key or attributes only), so several
+        customers spend one count: what one of them reports about it would change the others' decisions."""
+        return "customer" not in self.key_by
+
 
 @dataclass(frozen=True)
 class OverrideConfig:
