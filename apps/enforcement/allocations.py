@@ -3,8 +3,15 @@
 A lease acquired with `"ttl_s": null` is an allocation: it holds a slot of its concurrency limit until it is
 released. A service that counts its live objects in its own database resynchronizes the count now and then
 (after a crash that lost a release, or to seed the quota of objects that predate it): allocations_set makes
-the counter hold exactly that many allocations, adding placeholders or dropping allocations (placeholders
-first; engine reference/concurrency.resync). Leases that expire are left as they are.
+the customer hold exactly that many allocations in the counter, adding placeholders or dropping its allocations
+(placeholders first; engine reference/concurrency.resync). Leases that expire are left as they are.
+
+A resync is state the caller reports, not a decision the limit bounds, so it is held to the trust boundary:
+- it moves only the named customer's own allocations, also on a counter several customers share;
+- `held` is at most the limit's quantity for the customer (422 held_over_quantity) and at most MAX_HELD (400), and
+  one resync adds or drops at most MAX_RESYNC_CHANGES (422 resync_too_large), so its Redis work stays a few ms;
+- a key bound to a customer may not resync a limit shared by several customers (403 shared_limit): its
+  placeholders would take slots that the others' decisions count, past what an acquire (bounded by the limit) could.
 """
 
 from __future__ import annotations
@@ -13,11 +20,12 @@ import time
 from typing import Any
 
 from apps.apikeys.selectors import ApiPrincipal
-from apps.common.exceptions import NotFound
+from apps.common.exceptions import NotFound, Unprocessable
 from apps.enforcement.fallback import StoreUnavailable
 from apps.enforcement.specs import limit_spec_of
 from apps.enforcement.store import engine_call
-from apps.engine import CheckItem
+from apps.engine import CheckItem, ResyncTooLarge
+from apps.engine.reference.concurrency import MAX_RESYNC_CHANGES
 from apps.limits.models import Algorithm
 from apps.limits.resolution import limit_effective
 from apps.limits.snapshot import LimitConfig, Snapshot
@@ -46,8 +54,15 @@ def allocations_set(
     principal.authorize(customer)
     limit = _concurrency_limit(snapshot, customer, limit_name)
     principal.authorize(customer, limit.operation)
+    principal.authorize_shared_report(limit.name, limit.shared_across_customers)
     overrides = snapshot.overrides_by_customer.get(customer, ())
     effective = limit_effective(limit, overrides, resource=resource, now_ms=time.time_ns() // 1_000_000) or limit
+    if held > effective.quantity:
+        raise Unprocessable(
+            f"held is {held}, more than limit {limit.name} allows this customer ({effective.quantity}).",
+            code="held_over_quantity",
+            fields={"held": [f"At most {effective.quantity}, the limit's quantity for this customer."]},
+        )
     config = snapshot.customers.get(customer)
     item = CheckItem(
         customer=customer,
@@ -62,7 +77,15 @@ def allocations_set(
     def without_store() -> int:
         raise StoreUnavailable("The counter store is unreachable, so the allocations cannot be set now; retry shortly.")
 
-    before = engine_call(
-        lambda store: store.allocations_set(item, spec, held), fallback=without_store, customer=customer
-    )
+    try:
+        before = engine_call(
+            lambda store: store.allocations_set(item, spec, held), fallback=without_store, customer=customer
+        )
+    except ResyncTooLarge:
+        raise Unprocessable(
+            f"This resync would add or drop more than {MAX_RESYNC_CHANGES} allocations at once; nothing was changed. "
+            "Release allocations, or resync in steps of at most that many.",
+            code="resync_too_large",
+            fields={"held": [f"Within {MAX_RESYNC_CHANGES} of what the customer holds now."]},
+        ) from None
     return {"customer": customer, "limit": limit.name, "held": held, "previous": before, "quantity": effective.quantity}

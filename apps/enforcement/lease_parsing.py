@@ -15,9 +15,12 @@ from apps.enforcement.parsing import (
     whole_number,
 )
 from apps.engine import CheckItem
+from apps.engine.reference.concurrency import MAX_RESYNC_CHANGES
 
 ALLOCATION = 0  # parse_lease's ttl for `"ttl_s": null`: an allocation, held until released (never expires)
-MAX_HELD = 100_000  # the most allocations a resync may set for one counter
+# The most allocations a resync may set for one customer and counter: what one resync may add from none, so its
+# Redis work stays a few ms (allocations.lua). The limit's quantity bounds it too (allocations.py).
+MAX_HELD = MAX_RESYNC_CHANGES
 
 
 def parse_lease(data: Any) -> tuple[CheckItem, int | None]:

@@ -22,6 +22,7 @@ from apps.engine.types import (
     InvalidCheck,
     LimitResult,
     LimitSpec,
+    ResyncTooLarge,
 )
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "LimitSpec",
     "ManualClock",
     "MemoryStore",
+    "ResyncTooLarge",
     "Store",
     "SystemClock",
     "UsageRow",

@@ -61,6 +61,11 @@ class SessionTimeSpent(Exception):
         self.retry_after_ms = retry_after_ms
 
 
+class ResyncTooLarge(Exception):
+    """An allocation resync refused: it would add or drop more allocations than one call may (its Redis work is
+    bounded: reference/concurrency.MAX_RESYNC_CHANGES). Nothing was written."""
+
+
 class IdempotencyKeyReused(Exception):
     """A request id remembered (or repeated earlier in the same batch) for a check with other parameters.
 

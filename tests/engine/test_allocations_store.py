@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from apps.engine import CheckItem, InvalidCheck, LimitSpec, ManualClock
+from apps.engine import CheckItem, InvalidCheck, LimitSpec, ManualClock, MemoryStore, ResyncTooLarge
 from apps.engine.keys import ALLOCATION_TTL_MS
-from apps.engine.reference.concurrency import FOREVER
+from apps.engine.reference.concurrency import FOREVER, MAX_RESYNC_CHANGES
 from apps.engine.store.base import Store
 from apps.engine.store.redis import RedisStore
 
@@ -56,3 +60,65 @@ def test_allocation_keys_live_a_week_after_their_last_change(redis_client: redis
     ttls = [redis_client.pttl(key) for key in keys]
     assert len(keys) >= 3  # the set, the allocation's record, the lease's record (and usage)
     assert all(0 < ttl <= ALLOCATION_TTL_MS + 1_000 for ttl in ttls)
+
+
+SHARED = LimitSpec("pool", "concurrency", 50, key_by=())
+
+
+def test_a_resync_moves_only_the_named_customers_allocations_on_a_shared_counter(store: Store) -> None:
+    other, mine = CheckItem("acct-2", "CreateStream"), CheckItem("acct-1", "CreateStream")
+    held_by_other = [store.lease_acquire(other, SHARED, None)[1] for _ in range(3)]
+    store.lease_acquire(mine, SHARED, None)
+
+    assert store.allocations_set(mine, SHARED, 5) == 1
+    assert store.allocations_set(mine, SHARED, 0) == 5
+    assert store.allocations_set(other, SHARED, 3) == 3  # untouched by acct-1's resyncs
+    assert store.check(mine, [SHARED]).limits[0].remaining == 50 - 3
+    assert all(lease_id is not None for lease_id in held_by_other)
+
+
+def test_a_resync_adding_or_dropping_too_many_at_once_writes_nothing(store: Store) -> None:
+    big = LimitSpec("big", "concurrency", 10 * MAX_RESYNC_CHANGES, key_by=("customer",))
+    store.allocations_set(ITEM, big, MAX_RESYNC_CHANGES)
+
+    with pytest.raises(ResyncTooLarge):
+        store.allocations_set(ITEM, big, 2 * MAX_RESYNC_CHANGES + 1)
+
+    assert store.allocations_set(ITEM, big, MAX_RESYNC_CHANGES) == MAX_RESYNC_CHANGES
+
+
+OWNERS = ["acct-1", "acct-2", "acct-10"]  # b64 names that share leading characters too
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["resync", "acquire", "release"]), st.sampled_from(OWNERS), st.integers(0, 6)),
+        max_size=25,
+    )
+)
+def test_resyncs_acquires_and_releases_agree_between_lua_and_the_reference_model(
+    redis_client: redis.Redis, key_prefix: str, steps: list[tuple[str, str, int]]
+) -> None:
+    clock = ManualClock(1_767_225_600_000)
+    stores: list[Store] = [
+        RedisStore(redis_client, f"{key_prefix}:{uuid.uuid4().hex}", clock=clock),
+        MemoryStore("m", clock=clock),
+    ]
+    leases: list[list[str]] = [[], []]
+    for action, owner, number in steps:
+        item = CheckItem(owner, "CreateStream")
+        clock.advance(7)
+        answers = []
+        for store, held in zip(stores, leases, strict=True):
+            if action == "resync":
+                answers.append(store.allocations_set(item, SHARED, number))
+            elif action == "acquire":
+                decision, lease_id, _ = store.lease_acquire(item, SHARED, None if number % 2 else 60)
+                held.extend([lease_id] if lease_id else [])
+                answers.append(decision.allowed)
+            else:
+                answers.append(bool(held) and store.lease_release(held.pop(number % len(held))))
+        assert answers[0] == answers[1]
+        remaining = [store.check(item, [SHARED]).limits[0].remaining for store in stores]
+        assert remaining[0] == remaining[1]

@@ -17,6 +17,7 @@ from apps.enforcement.schema_docs.errors import (
     error_response,
     error_responses,
 )
+from apps.engine.reference.concurrency import MAX_RESYNC_CHANGES
 
 SESSIONS = {"name": "open-session-concurrent", "algorithm": "concurrency", "unit": "requests", "limit": 5}
 STREAMS = {"name": "streams-per-account", "algorithm": "concurrency", "unit": "requests", "limit": 50}
@@ -163,8 +164,12 @@ ALLOCATIONS: dict[str, Any] = {
     "limit until it is released (objects created and kept, such as streams). Your database is the truth: this "
     "sets how many allocations the customer holds now, adding placeholders or dropping allocations "
     "(placeholders first), so a lost release or objects that predate the quota are counted right. Run it "
-    "after a restore, or nightly. Leases that expire are not touched. A key bound to a customer may set only "
-    "its own. 404 `unknown_limit` when no concurrency limit of that name applies to the customer.",
+    "after a restore, or nightly. Leases that expire are not touched, nor are other customers' allocations on a limit "
+    "they share. `held` is at most the limit's quantity for the customer (422 `held_over_quantity`), and one resync "
+    f"adds or drops at most {MAX_RESYNC_CHANGES} allocations (422 `resync_too_large`: step towards the count). "
+    "A key bound to a customer may set only its own, and only on a limit keyed by customer (403 `shared_limit` on "
+    "a limit several customers share). 404 `unknown_limit` when no concurrency limit of that name applies to the "
+    "customer.",
     "examples": [
         OpenApiExample(
             "Streams held in the service's database",
@@ -181,6 +186,32 @@ ALLOCATIONS: dict[str, Any] = {
     ],
     "responses": {
         **error_responses(*EVERY_ENDPOINT),
+        403: error_response(
+            403,
+            "The key may not act for this customer or operation, or is bound to a customer and the limit is shared "
+            "by several customers (`shared_limit`).",
+            [
+                error_example(
+                    "A customer-bound key on a shared limit (403)",
+                    "shared_limit",
+                    "Limit streams-global is shared by several customers: only a service-wide API key may report its "
+                    "state.",
+                )
+            ],
+        ),
+        422: error_response(
+            422,
+            "`held` above the limit's quantity for the customer (`held_over_quantity`), or more than "
+            f"{MAX_RESYNC_CHANGES} allocations added or dropped at once (`resync_too_large`).",
+            [
+                error_example(
+                    "More than the quantity (422)",
+                    "held_over_quantity",
+                    "held is 60, more than limit streams-per-account allows this customer (50).",
+                    {"held": ["At most 50, the limit's quantity for this customer."]},
+                )
+            ],
+        ),
         404: error_response(
             404,
             "No concurrency limit of that name applies to the customer (`unknown_limit`).",

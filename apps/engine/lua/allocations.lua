@@ -1,18 +1,33 @@
--- allocations.lua: make a concurrency set hold exactly ARGV[2] allocations (leases held until released), from
--- the service's own count (seed 002's "database as counter"; reference/concurrency.resync). Assembled after
+-- allocations.lua: make one customer hold exactly ARGV[2] allocations (leases held until released) in a concurrency
+-- set, from the service's own count (seed 002's "database as counter"; reference/concurrency.resync). Assembled after
 -- lib.lua and concurrency.lua (FOREVER, ALLOCATION_TTL_MS), like lease_renew.lua.
--- KEYS[1] = the concurrency set. ARGV[1] = now ms ('' = Redis TIME), ARGV[2] = held, ARGV[3] = the owner of the
--- placeholders added (the customer, as a lease member names it: keys._b64).
--- The leases expired by now are dropped first (not logged). Missing allocations are added as placeholders
--- "<owner>.s<now>.<n>" (the smallest n from 1 not held already); extra ones are dropped, placeholders first, then other allocations, the
--- greatest member first (the set's order: bytes). Leases that expire are left as they are. The set then lives
--- ALLOCATION_TTL_MS when it holds an allocation, else until its last lease expires.
--- Returns how many allocations the set held before.
+-- KEYS[1] = the concurrency set. ARGV[1] = now ms ('' = Redis TIME), ARGV[2] = held, ARGV[3] = the owner: the
+-- customer as a lease member names it (keys.lease_owner_part), ARGV[4] = the most allocations one call may add or drop.
+-- Only the owner's allocations move: on a set several customers share, the others' are left alone.
+-- The leases expired by now are dropped first (not logged). The owner's allocations are found by rank, not by a scan
+-- of the set: a marker "<owner>." is added at score FOREVER, where members of one score sort by their bytes, and the
+-- members right after it that start with "<owner>." are the owner's (at most held + ARGV[4] + 1 are read), so the work
+-- is O(log N + the owner's allocations), whatever the others hold. Missing allocations are added as placeholders
+-- "<owner>.s<now>.<n>" (the smallest n from 1 not held already); extra ones are dropped, placeholders first, then the
+-- owner's other allocations, the greatest member first. The set then lives ALLOCATION_TTL_MS when it holds an
+-- allocation, else until its last lease expires.
+-- Returns how many allocations the owner held before; -1 (and writes nothing) when the call would add or drop more
+-- than ARGV[4].
 local now = read_now(ARGV[1])
-local held, owner, key = tonumber(ARGV[2]), ARGV[3], KEYS[1]
-call('ZREMRANGEBYSCORE', key, '-inf', itos(now))
-local members = call('ZRANGEBYSCORE', key, FOREVER_TEXT, FOREVER_TEXT)
+local held, owner, most, key = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), KEYS[1]
+local head = owner .. '.'
+call('ZADD', key, FOREVER_TEXT, head)
+local rank = call('ZRANK', key, head)
+local following = call('ZRANGE', key, rank + 1, rank + held + most + 1)
+call('ZREM', key, head)
+local members = {}
+for _, member in ipairs(following) do
+  if string.sub(member, 1, #head) ~= head then break end
+  members[#members + 1] = member
+end
 local before = #members
+if math.abs(held - before) > most then return -1 end  -- the marker is gone again: nothing written
+call('ZREMRANGEBYSCORE', key, '-inf', itos(now))
 local batch, command = {}, nil
 local function flush()
   if #batch > 0 then call(command, key, unpack(batch)) end
@@ -24,7 +39,7 @@ if before < held then
   for _, member in ipairs(members) do taken[member] = true end
   while adding > 0 do
     n = n + 1
-    local name = owner .. '.s' .. itos(now) .. '.' .. itos(n)
+    local name = head .. 's' .. itos(now) .. '.' .. itos(n)
     if not taken[name] then
       batch[#batch + 1] = FOREVER_TEXT
       batch[#batch + 1] = name
@@ -39,7 +54,7 @@ elseif before > held then
   for pass = 1, 2 do  -- placeholders, then the others
     for i = before, 1, -1 do
       if dropping == 0 then break end
-      if (string.find(members[i], '.s', 1, true) ~= nil) == (pass == 1) then
+      if (string.sub(members[i], #head, #head + 1) == '.s') == (pass == 1) then
         batch[#batch + 1] = members[i]
         dropping = dropping - 1
         if #batch >= 1000 then flush() end
@@ -48,7 +63,7 @@ elseif before > held then
   end
   flush()
 end
-if held > 0 then
+if call('ZCOUNT', key, FOREVER_TEXT, FOREVER_TEXT) > 0 then
   call('PEXPIRE', key, ttl(ALLOCATION_TTL_MS))
 else
   local last = call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]

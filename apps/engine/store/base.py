@@ -58,8 +58,9 @@ class Store(Protocol):
         ...
 
     def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> int:
-        """Make the counter of concurrency `limit` for `item` hold exactly `held` allocations, from the caller's
-        own count (reference/concurrency.resync); return how many it held before."""
+        """Make `item.customer` hold exactly `held` allocations in the counter of concurrency `limit`, from the
+        caller's own count (reference/concurrency.resync; the other customers' members are kept); return how many it
+        held before. Raises ResyncTooLarge, writing nothing, when that adds or drops more than MAX_RESYNC_CHANGES."""
         ...
 
     def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:

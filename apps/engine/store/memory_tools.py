@@ -10,7 +10,7 @@ from apps.engine.clock import Clock
 from apps.engine.keys import KeyLayout, lease_owner_part
 from apps.engine.reference import concurrency
 from apps.engine.reference.base import Params
-from apps.engine.types import CheckItem, LimitSpec
+from apps.engine.types import CheckItem, LimitSpec, ResyncTooLarge
 
 
 class MemoryTools:
@@ -61,7 +61,9 @@ class MemoryTools:
         key = self._layout.counter_keys(limit, item)[0]
         with self._lock:
             now = self._clock.now_ms()
-            state = self._read(key, now)
-            synced = concurrency.resync(state, now, held, lease_owner_part(item.customer))
+            state, owner = self._read(key, now), lease_owner_part(item.customer)
+            if concurrency.resync_changes(state, now, held, owner) > concurrency.MAX_RESYNC_CHANGES:
+                raise ResyncTooLarge
+            synced = concurrency.resync(state, now, held, owner)
             self._store(key, synced, concurrency.expires_at(synced, Params(0, 0, 0), now), now)
-            return len(concurrency.allocations(state, now))
+            return len(concurrency.owned(concurrency.allocations(state, now), owner))

@@ -34,7 +34,7 @@ from apps.engine.keys import MINUTE_MS, KeyLayout, lease_owner_part
 from apps.engine.reference import concurrency, session_time
 from apps.engine.reference.base import Params
 from apps.engine.store.plan import ItemPlan
-from apps.engine.types import SessionTimeSpent
+from apps.engine.types import ResyncTooLarge, SessionTimeSpent
 
 SESSION_MS = "session_ms"  # the usage field
 RENEWED, UNKNOWN, SPENT = 1, 0, 2  # the first number of lease_renew.lua's answer
@@ -87,7 +87,11 @@ class RedisLeases:
 
     def allocations_set(self, key: str, customer: str, held: int) -> int:
         """See Store.allocations_set, on concurrency set `key` (allocations.lua)."""
-        return int(self._allocations(keys=[key], args=[self._now(), held, lease_owner_part(customer)]))
+        owner = lease_owner_part(customer)
+        before = int(self._allocations(keys=[key], args=[self._now(), held, owner, concurrency.MAX_RESYNC_CHANGES]))
+        if before < 0:
+            raise ResyncTooLarge
+        return before
 
     def _keys(self, key: str, member: str) -> tuple[list[str], list[str | int]]:
         """KEYS of the scripts (set, record, log stream when logging) and ARGV's logging tail (instance, cap)."""
