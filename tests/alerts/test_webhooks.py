@@ -1,5 +1,6 @@
 """Signed webhooks to a real receiver on 127.0.0.1: one notification per firing, one per resolution, retried
-with back-off on errors, and never sent to a private address unless the operator allows it."""
+with back-off on errors, never sent to a private address unless the operator allows it, and never held past the
+timeout by a receiver that stalls or trickles."""
 
 import datetime as dt
 import hashlib
@@ -11,10 +12,10 @@ import pytest
 from apps.alerts.models import AlertEvent, Delivery, EventKind, RuleKind
 from apps.alerts.services.delivery import MAX_ATTEMPTS, alert_event_deliver, retry_delay_s
 from apps.alerts.services.evaluation import alerts_evaluate
-from apps.alerts.services.webhooks import WebhookRefused, webhook_post, webhook_url_refusal
+from apps.alerts.services.webhooks import WebhookFailed, WebhookRefused, webhook_post, webhook_url_refusal
 from apps.alerts.tasks import alert_event_deliver_task
 from apps.usage.models import UsageMinute
-from tests.alerts.factories import AlertRuleFactory, WebhookReceiver
+from tests.alerts.factories import AlertRuleFactory, StallingReceiver, WebhookReceiver
 from tests.alerts.test_rules import check
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory, OperationFactory
@@ -148,3 +149,21 @@ def test_a_refused_webhook_is_marked_failed_at_once_and_not_retried(eager_tasks,
     event.refresh_from_db()
     assert (event.webhook_status, event.attempts, receiver.received) == (Delivery.FAILED, 1, [])
     assert "loopback" in event.last_error
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("scheme", "stall"),
+    [("http", {}), ("http", {"trickle_every_s": 0.2}), ("http", {"trickle_every_s": 0.2, "body": True}),
+     ("https", {})],
+    ids=["never answers", "trickles its headers", "trickles its body", "never completes the TLS handshake"],
+)  # fmt: skip
+def test_a_receiver_that_stalls_or_trickles_holds_an_attempt_no_longer_than_the_timeout(scheme, stall) -> None:
+    with StallingReceiver(hold_s=8, **stall) as receiver:
+        started = time.monotonic()
+        with pytest.raises(WebhookFailed, match=r"127\.0\.0\.1:\d+/hooks/quota did not answer within 1 s"):
+            webhook_post(receiver.url.replace("http", scheme, 1), b"{}", {}, timeout_s=1, allow_private=True)
+        elapsed = time.monotonic() - started
+
+    assert receiver.connections == 1
+    assert elapsed < 1.5

@@ -6,6 +6,9 @@ that changes between check and connect cannot slip a private address through. Re
 proxy variables are not read. QUOTA_ALERTS_WEBHOOK_ALLOW_PRIVATE=true lifts the address check and accepts
 plain http:// (tests, a receiver on a trusted local network).
 
+One attempt takes QUOTA_ALERTS_WEBHOOK_TIMEOUT_S at most, from connecting to the end of the answer
+(apps/common/outbound_deadline.py), however slowly the receiver sends it.
+
 Signature: `X-Quota-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "." + body)>`, with the Unix
 timestamp in `X-Quota-Timestamp`, so a receiver can refuse an old message replayed.
 """
@@ -20,7 +23,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from apps.common.outbound import AddressRefused, ConnectFailed, address_refusal, guarded_connector
+from apps.common.outbound import AddressRefused, ConnectFailed, address_refusal
+from apps.common.outbound_deadline import deadline_connection
 from apps.toggles.sources import source_label
 
 USER_AGENT = "quota-platform-alerts/1"
@@ -28,6 +32,7 @@ SIGNATURE_HEADER = "X-Quota-Signature"
 TIMESTAMP_HEADER = "X-Quota-Timestamp"
 ALLOW_PRIVATE_HINT = "set QUOTA_ALERTS_WEBHOOK_ALLOW_PRIVATE=true only for a receiver on a trusted local network"
 DEFAULT_TIMEOUT_S = 5.0
+RESPONSE_READ_BYTES = 64 * 1024  # of the receiver's answer: read (so the connection ends cleanly), never used
 
 
 class WebhookRefused(Exception):
@@ -75,21 +80,24 @@ def webhook_post(url: str, body: bytes, headers: dict[str, str], *, timeout_s: f
         raise WebhookRefused(f"{source_label(url)}: {reason}")
     parts = urlsplit(url)
     https = parts.scheme == "https"
-    connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
     port = parts.port or (http.client.HTTPS_PORT if https else http.client.HTTP_PORT)
-    connection = connection_class(parts.hostname or "", port, timeout=timeout_s)
-    connection._create_connection = guarded_connector(allow_private=allow_private)  # type: ignore[attr-defined]
+    # One deadline for the whole exchange: a receiver that trickles its answer must not hold a worker for longer.
+    connection = deadline_connection(
+        parts.hostname or "", port, https=https, timeout_s=timeout_s, allow_private=allow_private
+    )
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     label = source_label(url)
     try:
         connection.request("POST", target, body=body, headers={**headers, "User-Agent": USER_AGENT})
         response = connection.getresponse()
-        response.read(64 * 1024)
+        response.read(RESPONSE_READ_BYTES)
     except AddressRefused as refused:
         where = f"{refused.host} resolves to {refused.address}"
         raise WebhookRefused(f"{where}, not a public address: {refused.reason}; {ALLOW_PRIVATE_HINT}") from None
     except ConnectFailed as error:
         raise WebhookFailed(str(error)) from None
+    except TimeoutError:
+        raise WebhookFailed(f"{label} did not answer within {timeout_s:g} s") from None
     except (OSError, http.client.HTTPException) as error:
         raise WebhookFailed(f"cannot reach {label}: {error or type(error).__name__}") from None
     finally:
