@@ -221,6 +221,14 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SYNC_EVERY = 1  # beat writes each job's last run back as it sends it, not every 3 minutes
+# Two queues, so the accounting jobs never wait behind a slow alert receiver: "celery" (the beat jobs: flush, rollup,
+# drain, purge, refresh, the alert job; exports) and "deliveries" (alert emails and webhooks). A worker started
+# without -Q consumes both; give each its own worker (-Q celery, -Q deliveries) to keep them apart.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = {
+    name: {"exchange": name, "routing_key": name} for name in (CELERY_TASK_DEFAULT_QUEUE, "deliveries")
+}
+CELERY_TASK_ROUTES = {"apps.alerts.tasks.*": {"queue": "deliveries"}}
 
 # ---- Quota platform ------------------------------------------------------------------------------
 
@@ -282,10 +290,19 @@ QUOTA_AUTHZ_UNMATCHED = _one_of("QUOTA_AUTHZ_UNMATCHED", "allow", ("allow", "den
 QUOTA_AUTHZ_ROUTES = env.str("QUOTA_AUTHZ_ROUTES", default="[]")
 
 # Alerts (apps/alerts): webhook receivers on private or loopback addresses or plain http:// only when true (tests,
-# a trusted LAN); seconds one webhook attempt may take. Email goes through EMAIL_URL (smtp+tls://user:pass@host:587).
+# a trusted LAN); seconds one webhook attempt may take in all (connecting, sending, the whole answer); attempts per
+# notification before it is marked failed. Email goes through EMAIL_URL (smtp+tls://user:pass@host:587), each SMTP
+# operation waiting EMAIL_TIMEOUT seconds at most (Django's default waits for ever).
 QUOTA_ALERTS_WEBHOOK_ALLOW_PRIVATE = env.bool("QUOTA_ALERTS_WEBHOOK_ALLOW_PRIVATE", default=False)
 QUOTA_ALERTS_WEBHOOK_TIMEOUT_S = env.float("QUOTA_ALERTS_WEBHOOK_TIMEOUT_S", default=5.0)
+QUOTA_ALERTS_DELIVERY_ATTEMPTS = env.int("QUOTA_ALERTS_DELIVERY_ATTEMPTS", default=6)
+if QUOTA_ALERTS_WEBHOOK_TIMEOUT_S <= 0 or QUOTA_ALERTS_DELIVERY_ATTEMPTS < 1:
+    raise ImproperlyConfigured(
+        "QUOTA_ALERTS_WEBHOOK_TIMEOUT_S must be above 0 and QUOTA_ALERTS_DELIVERY_ATTEMPTS at least 1, not "
+        f"{QUOTA_ALERTS_WEBHOOK_TIMEOUT_S:g} and {QUOTA_ALERTS_DELIVERY_ATTEMPTS}."
+    )
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+EMAIL_TIMEOUT = env.float("EMAIL_TIMEOUT", default=10.0)
 DEFAULT_FROM_EMAIL = SERVER_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="quota-platform@localhost")
 
 # ---- Logging -------------------------------------------------------------------------------------

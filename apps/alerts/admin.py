@@ -101,7 +101,8 @@ class AlertEventAdmin(ReadOnlyAdmin):
     date_hierarchy = "at"
     fields = (
         "at", "kind", "rule", "rule_name", "subject", "value", "message", "open", "resolves",
-        "email_status", "webhook_status", "attempts", "last_error", "delivered_at",
+        "email_status", "webhook_status", "attempts", "attempt_started_at", "next_attempt_at", "last_error",
+        "delivered_at",
     )  # fmt: skip
 
     @admin.display(description="firing", boolean=True)

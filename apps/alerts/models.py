@@ -105,7 +105,9 @@ class AlertRule(TimeStampedModel):
 class AlertEvent(models.Model):
     """One firing or one resolution of a rule for one subject (a customer and limit, an operation, a job, the
     store), with what became of its notifications. A firing stays `open` until its resolution: at most one
-    open firing per rule and subject, so a condition that holds for an hour notifies once."""
+    open firing per rule and subject, so a condition that holds for an hour notifies once. A pending channel is
+    either under way (`attempt_started_at`) or due at `next_attempt_at`; apps/alerts/services/delivery.py says
+    how each attempt is claimed, counted and resumed."""
 
     rule = models.ForeignKey(AlertRule, null=True, on_delete=models.SET_NULL, related_name="events")
     rule_name = models.CharField(max_length=100, help_text="The rule's name then (history outlives the rule).")
@@ -118,7 +120,15 @@ class AlertEvent(models.Model):
     resolves = models.OneToOneField("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="resolution")
     email_status = models.CharField(max_length=10, choices=Delivery.choices, default=Delivery.NONE, blank=True)
     webhook_status = models.CharField(max_length=10, choices=Delivery.choices, default=Delivery.NONE, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0, help_text="Delivery attempts made.")
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Delivery attempts made, each counted when it starts (one cut short counts too)."
+    )
+    attempt_started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the attempt under way started (empty: none under way)."
+    )
+    next_attempt_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the next attempt is due while a channel is pending."
+    )
     last_error = models.TextField(blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
@@ -129,6 +139,14 @@ class AlertEvent(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["rule", "subject"], condition=models.Q(open=True), name="alert_event_one_open_firing"
+            ),
+        ]
+        indexes = [
+            # The minute's sweep for deliveries nobody is working on reads only the pending few, not the history.
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(email_status="pending") | models.Q(webhook_status="pending"),
+                name="alert_event_pending",
             ),
         ]
 

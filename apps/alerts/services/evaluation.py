@@ -3,8 +3,9 @@
 No alert storm: a rule and subject has at most one open firing (a partial unique constraint), so a condition
 that holds for an hour notifies once; when it stops holding, the firing is closed by a conditional UPDATE and
 one resolution is sent. Two runs at once cannot both notify: one wins the INSERT or the UPDATE.
-Notifications leave through a Celery task after the commit (apps/alerts/tasks.py), so a slow receiver never
-holds up the job.
+Notifications leave through a Celery task after the commit (apps/alerts/tasks.py, on the deliveries queue), so a
+slow receiver never holds up the job; each run also resumes the deliveries nobody is working on any more
+(delivery.alert_deliveries_resume), so none stays pending for ever.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from django.utils import timezone
 
 from apps.alerts.models import AlertEvent, AlertRule, Delivery, EventKind
 from apps.alerts.services.conditions import ConditionUnreadable, Finding, StoreProbe, findings_of
+from apps.alerts.services.delivery import alert_deliveries_resume
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +32,7 @@ class EvaluationReport:
     fired: int = 0
     resolved: int = 0
     firing: int = 0
+    resumed: int = 0  # deliveries sent again (their attempt stopped, or their retry was lost)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -37,11 +40,12 @@ class EvaluationReport:
         text = (
             f"checked {self.rules} alert rules: {self.fired} fired, {self.resolved} resolved, {self.firing} firing now"
         )
+        text += f"; {self.resumed} stalled deliveries resumed" if self.resumed else ""
         return text + (f"; {len(self.errors)} could not be read: {'; '.join(self.errors)}" if self.errors else "")
 
     def as_dict(self) -> dict[str, Any]:
         return {"rules": self.rules, "fired": self.fired, "resolved": self.resolved, "firing": self.firing,
-                "errors": list(self.errors)}  # fmt: skip
+                "resumed": self.resumed, "errors": list(self.errors)}  # fmt: skip
 
 
 def _no_store_problems() -> list[str]:
@@ -52,7 +56,7 @@ def alerts_evaluate(*, now: dt.datetime | None = None, store_probe: StoreProbe |
     """Check every enabled rule. store_probe: what is wrong with Redis in words (apps/ops passes its readiness
     probe); a rule whose inputs cannot be read is skipped, its firings left as they are."""
     now = now or timezone.now()
-    report = EvaluationReport()
+    report = EvaluationReport(resumed=alert_deliveries_resume(now=now))
     for rule in AlertRule.objects.filter(enabled=True).select_related("customer", "limit", "operation"):
         report.rules += 1
         try:
@@ -88,11 +92,13 @@ def rule_transition(rule: AlertRule, findings: dict[str, Finding], *, now: dt.da
     return fired, resolved, len(findings)
 
 
-def _channels(rule: AlertRule) -> dict[str, str]:
-    return {
+def _channels(rule: AlertRule, now: dt.datetime) -> dict[str, Any]:
+    """Which channels the new event notifies, and when their first attempt is due (now)."""
+    channels = {
         "email_status": Delivery.PENDING if rule.email_list else Delivery.NONE,
         "webhook_status": Delivery.PENDING if rule.webhook_url else Delivery.NONE,
     }
+    return {**channels, "next_attempt_at": now if Delivery.PENDING in channels.values() else None}
 
 
 def _fire(rule: AlertRule, subject: str, finding: Finding, now: dt.datetime) -> bool:
@@ -100,7 +106,7 @@ def _fire(rule: AlertRule, subject: str, finding: Finding, now: dt.datetime) -> 
         with transaction.atomic():
             event = AlertEvent.objects.create(
                 rule=rule, rule_name=rule.name, kind=EventKind.FIRED, subject=subject, at=now,
-                value=finding.value, message=finding.message, open=True, **_channels(rule),
+                value=finding.value, message=finding.message, open=True, **_channels(rule, now),
             )  # fmt: skip
     except IntegrityError:
         return False  # another run opened it a moment ago; it notifies
@@ -114,7 +120,7 @@ def _resolve(rule: AlertRule, firing: AlertEvent, now: dt.datetime) -> bool:
     message = f"Resolved: {firing.subject} is back under the threshold of rule {rule.name}."
     event = AlertEvent.objects.create(
         rule=rule, rule_name=rule.name, kind=EventKind.RESOLVED, subject=firing.subject, at=now,
-        message=message, resolves=firing, **_channels(rule),
+        message=message, resolves=firing, **_channels(rule, now),
     )  # fmt: skip
     _deliver_on_commit(event)
     return True
@@ -125,4 +131,5 @@ def _deliver_on_commit(event: AlertEvent) -> None:
         return
     from apps.alerts.tasks import alert_event_deliver_task
 
-    transaction.on_commit(partial(alert_event_deliver_task.delay, event.pk))
+    # Robust: with the broker away the job still succeeds, and a later run resumes the delivery.
+    transaction.on_commit(partial(alert_event_deliver_task.delay, event.pk), robust=True)
