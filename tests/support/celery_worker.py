@@ -1,4 +1,5 @@
-"""A real Celery worker with embedded beat, on the test database and Redis, for tests of scheduled jobs."""
+"""A real Celery worker (with embedded beat unless told otherwise), on the test database and Redis, for tests of
+scheduled jobs and of the queues."""
 
 from __future__ import annotations
 
@@ -18,10 +19,22 @@ from tests.support import live_server
 
 @contextmanager
 def celery_worker(
-    home: Path, *, broker_url: str, redis_url: str, key_prefix: str, loglevel: str = "INFO"
+    home: Path,
+    *,
+    broker_url: str,
+    redis_url: str,
+    key_prefix: str,
+    loglevel: str = "INFO",
+    queues: str = "",
+    beat: bool = True,
+    pool: str = "solo",
+    concurrency: int | None = None,
+    name: str = "worker",
+    env: dict[str, str] | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
-    """Run `celery worker -B` (solo pool) with its log in `home`; stopped (killed if it must) on exit."""
-    env = {
+    """Run `celery worker` (`-B`, solo pool, every declared queue by default) with its log in `home`; stopped
+    (killed if it must) on exit. `queues` ("celery,deliveries") is passed as -Q; `env` adds settings."""
+    environment = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "ENV_FILE": "",
@@ -31,16 +44,30 @@ def celery_worker(
         "CELERY_BROKER_URL": broker_url,
         "QUOTA_KEY_PREFIX": key_prefix,
         "VAR_DIR": str(home / "var"),
+        **(env or {}),
     }
-    command = [sys.executable, "-m", "celery", "-A", "quota_platform", "worker", "-B", "--pool=solo"]
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "quota_platform",
+        "worker",
+        f"--pool={pool}",
+        f"--hostname={name}@%h",
+    ]
+    command += ["-B"] if beat else []
+    command += [f"--queues={queues}"] if queues else []
+    command += [f"--concurrency={concurrency}"] if concurrency else []
     command += ["--without-gossip", "--without-mingle", "--without-heartbeat", f"--loglevel={loglevel}"]
-    log_path = home / f"celery-{loglevel}.log"
+    log_path = home / (f"celery-{loglevel}.log" if name == "worker" else f"celery-{name}-{loglevel}.log")
     with log_path.open("wb") as log:
         # Its own process group: `-B` runs beat in a child process, which must not outlive the test (an orphaned
         # beat kept querying the test database and deadlocked the next test's flush).
         process = subprocess.Popen(  # noqa: S603
-            command, cwd=repository_root(), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+            command, cwd=repository_root(), env=environment, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
         try:
             yield process, log_path
         finally:

@@ -1,4 +1,4 @@
-"""`make run`: prepare the embedded default and serve the API, admin, worker and beat until Ctrl-C."""
+"""`make run`: prepare the embedded default and serve the API, admin, workers (one per queue) and beat until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -24,12 +24,23 @@ ADMIN_USERNAME = "admin"
 POLL_INTERVAL_S = 0.5
 
 
+def worker_commands(python: str) -> list[list[str]]:
+    """One Celery worker per queue, so the accounting jobs never wait behind a slow alert receiver; beat runs inside
+    the default queue's worker (-B: fine for one machine, never for several)."""
+    commands = []
+    for queue in settings.CELERY_TASK_QUEUES:
+        beat = ["-B"] if queue == settings.CELERY_TASK_DEFAULT_QUEUE else []
+        command = [python, "-m", "celery", "-A", "quota_platform", "worker", *beat, f"--queues={queue}"]
+        commands.append([*command, f"--hostname={queue}@%h", "--loglevel=INFO"])
+    return commands
+
+
 class Command(BaseCommand):
-    help = "Migrate, load demo data, and serve the API + admin (gunicorn) with a Celery worker and beat."
+    help = "Migrate, load demo data, and serve the API + admin (gunicorn) with Celery workers and beat."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--no-worker", action="store_true", help="Serve HTTP only, without Celery worker/beat.")
+        parser.add_argument("--no-worker", action="store_true", help="Serve HTTP only, without Celery workers/beat.")
 
     def handle(self, *args: Any, port: int, no_worker: bool, **options: Any) -> None:
         demo_key = self._prepare()
@@ -92,8 +103,7 @@ class Command(BaseCommand):
             gunicorn += ["--workers", "1"]
         commands = [gunicorn + ["quota_platform.wsgi"]]
         if with_worker:
-            # -B runs beat inside the worker: fine for one machine, never for several.
-            commands.append([python, "-m", "celery", "-A", "quota_platform", "worker", "-B", "--loglevel=INFO"])
+            commands += worker_commands(python)
         env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": self._fresh_metrics_dir()}
         return [subprocess.Popen(command, cwd=settings.BASE_DIR, env=env) for command in commands]  # noqa: S603
 
