@@ -9,15 +9,22 @@ Redis Cluster. Its reference model is quota_client.hybrid.MemoryPeers.
 
 A limit with `audit: true` has each exchange logged in the same call (a `sync` entry in the decision log stream of
 the counter's tag, apps/engine/decision_log.py): what the quality audit checks the documented bound with.
+
+What callers report is bounded in the script itself (the trust boundary, docs/hybrid.md): a count is at most the
+caller's `cap` (the limit's quantity), a hash keeps at most `max_instances` instances, and sums saturate at
+SATURATED. A durable counter (a window of a minute or longer) that the store lost is given floors from its records:
+the script answers NEEDS_SEEDS, `recorded` says what PostgreSQL holds of the two windows, and a second call takes
+them (once per counter after a loss; see MemoryPeers for the rule).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from quota_client.hybrid import Exchange, Exchanged
+from quota_client.hybrid import MAX_INSTANCES, RESERVED, SATURATED, Exchange, Exchanged, Recorded
 
 from apps.engine.clock import Clock
 from apps.engine.deadline import DeadlineScript
@@ -27,6 +34,7 @@ from apps.engine.types import LimitSpec
 HYBRID_SYNC_SCRIPT = (resources.files("apps.engine") / "lua" / "hybrid_sync.lua").read_text(encoding="utf-8")
 # An instance unseen this long is forgotten (its share returns to the others); the hash outlives it a little.
 DEFAULT_RETENTION_WINDOWS = 3
+NEEDS_SEEDS = -2  # the script's answer when a durable counter was lost and its records' seeds are needed
 
 
 def hybrid_key(counter_key: str, prefix: str) -> str:
@@ -62,7 +70,7 @@ class SyncLog:
         )  # fmt: skip
 
     def args(self) -> list[Any]:
-        """ARGV 9 to 18 of hybrid_sync.lua."""
+        """ARGV 12 to 21 of hybrid_sync.lua."""
         return [
             self.cap, self.customer, self.operation, self.limit, self.algorithm, self.counter_key, self.quantity,
             self.period_ms, self.sync_ms, 1 if self.shadow else 0,
@@ -70,18 +78,38 @@ class SyncLog:
 
 
 class RedisPeers:
-    """Exchanges on Redis (or a Redis Cluster client): MemoryPeers's interface, one round trip each."""
+    """Exchanges on Redis (or a Redis Cluster client): MemoryPeers's interface, one round trip each (two after a
+    durable counter was lost). epoch_key_of(hash key): the store's epoch key in that hash's slot; without it no
+    counter is durable here."""
 
-    def __init__(self, client: Any, *, retention_ms: int, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        retention_ms: int,
+        clock: Clock | None = None,
+        max_instances: int = MAX_INSTANCES,
+        epoch_key_of: Callable[[str], str] | None = None,
+    ) -> None:
         self._script = DeadlineScript(client, HYBRID_SYNC_SCRIPT)
         self.retention_ms = retention_ms
+        self.max_instances = max_instances
         self._clock = clock
+        self._epoch_key_of = epoch_key_of
         self.calls = 0
 
-    def exchange_for(self, key: str, instance: str, log: SyncLog | None = None) -> Exchange:
+    def exchange_for(
+        self,
+        key: str,
+        instance: str,
+        log: SyncLog | None = None,
+        *,
+        cap: int = SATURATED,
+        recorded: Recorded | None = None,
+    ) -> Exchange:
         """The exchange function of `instance` on the hash `key` (hybrid_key), logged with `log` when given."""
         return lambda start, prev_start, own, own_prev: self.exchange(
-            key, instance, start, prev_start, own, own_prev, log=log
+            key, instance, start, prev_start, own, own_prev, log=log, cap=cap, recorded=recorded
         )
 
     def exchange(
@@ -94,16 +122,29 @@ class RedisPeers:
         own_prev: int,
         *,
         log: SyncLog | None = None,
+        cap: int = SATURATED,
+        recorded: Recorded | None = None,
     ) -> Exchanged:
         """Store this instance's absolute counts and answer the others' (hybrid_sync.lua); with `log`, the
-        exchange is also written to the decision log in the same call."""
+        exchange is also written to the decision log in the same call. cap: the most one instance counts in a
+        window (the limit's quantity); recorded: a durable counter's records (MemoryPeers.exchange)."""
+        if instance.startswith(RESERVED):
+            raise ValueError(f"Instance names starting with {RESERVED!r} are the store's own: {instance!r}")
         self.calls += 1
-        now = "" if self._clock is None else self._clock.now_ms()
-        ttl = self.retention_ms + max(0, start - prev_start) * 2
-        args: list[Any] = [instance, start, prev_start, own, own_prev, now, self.retention_ms, ttl]
-        keys = [key]
+        durable = recorded is not None and self._epoch_key_of is not None
+        keys = [key, *([self._epoch_key_of(key)] if durable and self._epoch_key_of else [])]
         if log is not None:
             keys.append(log.stream)
-            args += log.args()
-        others, others_prev, live, fresh = self._script(keys=keys, args=args)
+        ttl = self.retention_ms + max(0, start - prev_start) * 2
+        head: list[Any] = [instance, start, prev_start, own, own_prev]
+        tail: list[Any] = [self.retention_ms, ttl, min(cap, SATURATED), self.max_instances]
+        logged = log.args() if log is not None else []
+        answer = self._script(keys=keys, args=[*head, self._now(), *tail, "?" if durable else "", *logged])
+        if int(answer[0]) == NEEDS_SEEDS and recorded is not None:
+            floor, floor_prev = (max(0, min(amount, SATURATED)) for amount in recorded(start, prev_start))
+            answer = self._script(keys=keys, args=[*head, self._now(), *tail, f"{floor}:{floor_prev}", *logged])
+        others, others_prev, live, fresh = answer
         return Exchanged(int(others), int(others_prev), int(live), bool(fresh))
+
+    def _now(self) -> int | str:
+        return "" if self._clock is None else self._clock.now_ms()

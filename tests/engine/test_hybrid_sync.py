@@ -10,7 +10,7 @@ import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from quota_client.hybrid import HybridConfig, HybridCounter, MemoryPeers, fixed_windows
+from quota_client.hybrid import MAX_INSTANCES, SATURATED, HybridConfig, HybridCounter, MemoryPeers, fixed_windows
 
 from apps.engine import ManualClock
 from apps.engine.hybrid import RedisPeers, hybrid_key
@@ -18,12 +18,15 @@ from apps.engine.hybrid import RedisPeers, hybrid_key
 WINDOW = 10_000
 RETENTION = 3 * WINDOW
 
+CAP = 50  # the limit's quantity: a count above it is taken as it
+MOST = 3  # instances kept per counter in these examples (MAX_INSTANCES in production)
+
 exchanges = st.lists(
     st.tuples(
-        st.sampled_from(["a", "b", "c"]),  # instance
+        st.sampled_from(["a", "b", "c", "d", "e"]),  # instance (five, so the bound of three drops some)
         st.integers(0, 3),  # window index (instances may lag a window behind)
-        st.integers(0, 50),  # count in the window
-        st.integers(0, 50),  # count in the previous window
+        st.integers(0, CAP + 10),  # count in the window
+        st.integers(0, CAP + 10),  # count in the previous window
         st.sampled_from([0, 1, 500, WINDOW, RETENTION + 1]),  # ms before the exchange
         st.booleans(),  # the store restarts first (1 in 2 drawn, rarely kept by the shrinker)
     ),
@@ -32,23 +35,85 @@ exchanges = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=exchanges)
+def recorded(start: int, prev_start: int) -> tuple[int, int]:
+    """What the records of a durable counter hold of two windows: some nothing, some more than the cap."""
+    return (start // WINDOW) % 4 * 20, (prev_start // WINDOW) % 3 * 9
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=exchanges, durable=st.booleans())
 def test_the_script_answers_like_its_reference_model(
-    steps: list[Any], redis_client: redis.Redis, key_prefix: str
+    steps: list[Any], durable: bool, redis_client: redis.Redis, key_prefix: str
 ) -> None:
     clock = ManualClock(1_700_000_000_000)
-    peers = RedisPeers(redis_client, retention_ms=RETENTION, clock=clock)
-    model = MemoryPeers(RETENTION, clock.now_ms)
-    key = f"{key_prefix}:h:{{c=acct}}:{uuid.uuid4().hex}"  # a counter of this example's own
+    example = uuid.uuid4().hex  # a counter and an epoch of this example's own
+    key, epoch = f"{key_prefix}:h:{{c=acct}}:{example}", f"{key_prefix}:epoch:{example}"
+    peers = RedisPeers(
+        redis_client, retention_ms=RETENTION, clock=clock, max_instances=MOST, epoch_key_of=lambda _: epoch
+    )
+    model = MemoryPeers(RETENTION, clock.now_ms, max_instances=MOST)
+    seeds = recorded if durable else None
     for instance, window, count, count_prev, wait, restart in steps:
         clock.advance(wait)
         if restart and wait == RETENTION + 1:
-            redis_client.delete(key)
+            redis_client.delete(key, epoch)
             model.restart()
         start = (clock.now_ms() // WINDOW - window) * WINDOW
-        got = peers.exchange(key, instance, start, start - WINDOW, count, count_prev)
-        assert got == model.exchange(key, instance, start, start - WINDOW, count, count_prev)
+        got = peers.exchange(key, instance, start, start - WINDOW, count, count_prev, cap=CAP, recorded=seeds)
+        want = model.exchange(key, instance, start, start - WINDOW, count, count_prev, cap=CAP, recorded=seeds)
+        assert got == want
+        assert sum(1 for name in redis_client.hkeys(key) if not name.startswith(b"~")) <= MOST
+
+
+def test_sums_saturate_and_the_instances_stay_bounded_whatever_is_reported(
+    redis_client: redis.Redis, key_prefix: str
+) -> None:
+    """1,100 instances each reporting 2**53 - 1 used to push the sum past 2**63, which Redis wrapped to -2**63."""
+    clock = ManualClock(1_700_000_000_000)
+    peers = RedisPeers(redis_client, retention_ms=RETENTION, clock=clock)
+    key = f"{key_prefix}:h:{{c=acct}}:wrap"
+    start = clock.now_ms() - clock.now_ms() % WINDOW
+    for n in range(1100):
+        peers.exchange(key, f"i{n}", start, start - WINDOW, SATURATED, SATURATED)
+
+    answer = peers.exchange(key, "last", start, start - WINDOW, 0, 0)
+
+    assert (answer.others, answer.others_prev, answer.instances) == (SATURATED, SATURATED, MAX_INSTANCES)
+    assert sum(1 for name in redis_client.hkeys(key) if not name.startswith(b"~")) == MAX_INSTANCES
+
+
+def test_a_lost_durable_counter_starts_from_its_records(redis_client: redis.Redis, key_prefix: str) -> None:
+    clock = ManualClock(1_700_000_000_000)
+    epoch = f"{key_prefix}:epoch"
+    peers = RedisPeers(redis_client, retention_ms=RETENTION, clock=clock, epoch_key_of=lambda _: epoch)
+    key = f"{key_prefix}:h:{{c=acct}}:daily"
+    start = clock.now_ms() - clock.now_ms() % WINDOW
+    asked: list[tuple[int, int]] = []
+
+    def records(window: int, prev: int) -> tuple[int, int]:
+        asked.append((window, prev))
+        return 30, 12
+
+    redis_client.set(epoch, start - 5 * WINDOW)  # the store's data starts long before: a new counter, no query
+    assert peers.exchange(key, "new", start, start - WINDOW, 0, 0, recorded=records).others == 0
+    assert asked == []
+    redis_client.delete(key, epoch)  # Redis restarted empty
+    clock.advance(10)
+
+    first = peers.exchange(key, "a", start, start - WINDOW, 0, 0, recorded=records)
+    peers.exchange(key, "a", start, start - WINDOW, 6, 0, recorded=records)  # a admits 6 after the restart
+    second = peers.exchange(key, "b", start, start - WINDOW, 0, 0, recorded=records)
+
+    assert asked == [(start, start - WINDOW)]  # once: the counter is no longer empty after it
+    assert (first.others, first.others_prev) == (30, 12)
+    assert second.others == 30 + 6  # the records, and what a admitted after it saw them
+    assert peers.calls == 4
+
+
+@pytest.mark.parametrize("instance", ["~f:1", "~"])
+def test_names_of_the_stores_own_fields_are_refused(redis_client: redis.Redis, instance: str) -> None:
+    with pytest.raises(ValueError, match="store's own"):
+        RedisPeers(redis_client, retention_ms=RETENTION).exchange("k", instance, 0, -WINDOW, 1, 0)
 
 
 def test_two_counters_share_one_limit_through_redis(redis_client: redis.Redis, key_prefix: str) -> None:
