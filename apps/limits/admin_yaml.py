@@ -16,7 +16,6 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from apps.limits.admin_yaml_services import (
-    MAX_UPLOAD_BYTES,
     Preview,
     PreviewStale,
     report_lines,
@@ -25,9 +24,8 @@ from apps.limits.admin_yaml_services import (
     yaml_export_allowed,
     yaml_import_allowed,
     yaml_preview,
-    yaml_text_read,
 )
-from apps.limits.config_io import ConfigInvalid
+from apps.limits.config_io import MAX_DOCUMENT_BYTES, ConfigInvalid, config_yaml_read
 
 TEMPLATE = "admin/limits/limit/yaml_import.html"
 
@@ -36,7 +34,7 @@ class UploadForm(forms.Form):
     file = forms.FileField(
         label="YAML file",
         help_text=f"The export_limits format (DESIGN.md, “Configuration as code”); at most "
-        f"{MAX_UPLOAD_BYTES // (1024 * 1024)} MiB.",
+        f"{MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB.",
     )
     prune = forms.BooleanField(
         required=False,
@@ -93,7 +91,7 @@ def yaml_import_view(request: HttpRequest, model_admin: admin.ModelAdmin) -> Htt
     if prune and not yaml_import_allowed(request.user, prune=True):
         raise PermissionDenied
     try:
-        text = yaml_text_read(form.cleaned_data["file"].read())
+        text = config_yaml_read(form.cleaned_data["file"])
     except ConfigInvalid as error:
         return _preview_page(request, model_admin, Preview(text="", prune=prune, report=None, errors=error.errors))
     return _preview_page(request, model_admin, yaml_preview(text, prune=prune))

@@ -18,7 +18,6 @@ from apps.limits.config_io import ConfigInvalid, ImportReport, config_export, co
 from apps.limits.config_io import config_yaml_load as _load
 from apps.limits.config_io.sections import SECTIONS
 
-MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 Someone = User | AnonymousUser
 
 
@@ -66,16 +65,6 @@ def report_lines(report: ImportReport) -> list[str]:
 
 def report_fingerprint(report: ImportReport) -> str:
     return hashlib.sha256("\n".join(report_lines(report)).encode()).hexdigest()
-
-
-def yaml_text_read(data: bytes) -> str:
-    """The uploaded file as text; raises ConfigInvalid for a file too large or not UTF-8."""
-    if len(data) > MAX_UPLOAD_BYTES:
-        raise ConfigInvalid([f"the file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB"])
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ConfigInvalid(["the file is not UTF-8 text"]) from None
 
 
 def yaml_preview(text: str, *, prune: bool) -> Preview:

@@ -3,25 +3,44 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from apps.limits.config_io import ConfigInvalid
 from apps.limits.config_io.fields import FieldError, boolean, kind_of, name, text
 from apps.limits.config_io.parse import config_parse
+from apps.limits.config_io.report import MAX_MESSAGE_CHARS, errors_listed, text_shortened, value_shown
 from apps.toggles.models import FeatureToggle
 
 DOCUMENT_KEYS = ("toggles", "overrides")
-TOGGLE_KEYS = {"name": name, "enabled": boolean, "payload": lambda value: value, "description": text}
 TOGGLE_DEFAULTS = {"payload": None, "description": ""}
+# The document nests four levels before a payload starts (document → toggles → entry → payload); a payload
+# gets the rest. Deeper documents are refused before anything recurses through them: Python's json would
+# fail past about 1000 levels, and orjson, which the toggles API answers with, past 255.
+MAX_DEPTH = 32
+
+
+def _payload(value: Any) -> Any:
+    """Any JSON the toggles API can send back (orjson writes integers of 64 bits at most)."""
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError as error:
+        raise FieldError(f"cannot be sent as JSON: {text_shortened(str(error), MAX_MESSAGE_CHARS)}") from None
+    return value
+
+
+TOGGLE_KEYS = {"name": name, "enabled": boolean, "payload": _payload, "description": text}
 
 
 class DocumentInvalid(Exception):
     """The document was refused as a whole; `errors` has one line per problem, naming the entry and key."""
 
     def __init__(self, errors: list[str]) -> None:
+        errors = errors_listed(errors)
         super().__init__("; ".join(errors))
         self.errors = errors
 
@@ -35,16 +54,13 @@ class ToggleDocument:
 
 def toggles_document_parse(body: bytes) -> ToggleDocument:
     """Check the shape of the whole document (references to customers and limits included); raises DocumentInvalid."""
-    try:
-        raw = json.loads(body, parse_constant=_refuse_constant)
-    except UnicodeDecodeError:
-        raise DocumentInvalid(["not valid JSON: the text is not UTF-8"]) from None
-    except json.JSONDecodeError as error:
-        raise DocumentInvalid([f"not valid JSON: line {error.lineno}, column {error.colno}: {error.msg}"]) from None
+    raw = _json_load(body)
     if not isinstance(raw, dict):
         raise DocumentInvalid([f"the document must be a JSON object with toggles and overrides, not {kind_of(raw)}"])
     errors = [
-        f"unknown key “{key}”; the keys are {', '.join(DOCUMENT_KEYS)}" for key in raw if key not in DOCUMENT_KEYS
+        f"unknown key “{value_shown(key)}”; the keys are {', '.join(DOCUMENT_KEYS)}"
+        for key in raw
+        if key not in DOCUMENT_KEYS
     ]
     for key in DOCUMENT_KEYS:
         if key in raw and not isinstance(raw[key], list):
@@ -67,8 +83,37 @@ def validation_lines(label: str, error: ValidationError) -> list[str]:
     lines: list[str] = []
     for field, messages in error.message_dict.items():
         prefix = label if field == NON_FIELD_ERRORS else f"{label}: {field}"
-        lines.extend(f"{prefix}: {message}" for message in messages)
+        lines.extend(f"{prefix}: {text_shortened(message, MAX_MESSAGE_CHARS)}" for message in messages)
     return lines
+
+
+def _json_load(body: bytes) -> Any:
+    try:
+        raw = json.loads(body, parse_constant=_refuse_constant)
+    except UnicodeDecodeError:
+        raise DocumentInvalid(["not valid JSON: the text is not UTF-8"]) from None
+    except json.JSONDecodeError as error:
+        raise DocumentInvalid([f"not valid JSON: line {error.lineno}, column {error.colno}: {error.msg}"]) from None
+    except ValueError:  # Python refuses to read an integer of more digits than this
+        digits = sys.get_int_max_str_digits()
+        raise DocumentInvalid([f"not valid JSON: a number of more than {digits} digits"]) from None
+    except RecursionError:
+        raise DocumentInvalid([f"the document is nested deeper than {MAX_DEPTH} levels"]) from None
+    if _deeper_than(raw, MAX_DEPTH):
+        raise DocumentInvalid([f"the document is nested deeper than {MAX_DEPTH} levels"])
+    return raw
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects nest more than `limit` levels deep (walked without recursion)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def _refuse_constant(name: str) -> None:
@@ -85,7 +130,7 @@ def _toggle_entries(raw_entries: list[Any], errors: list[str]) -> list[dict[str,
             errors.append(f"{label}: must be an object with name and enabled, not {kind_of(raw)}")
             continue
         if isinstance(raw.get("name"), str) and raw["name"]:
-            label = f"{label} (name: {raw['name']})"
+            label = f"{label} (name: {value_shown(raw['name'])})"
         entry = _toggle_entry(raw, label, errors)
         if entry is None:
             continue
@@ -98,7 +143,9 @@ def _toggle_entries(raw_entries: list[Any], errors: list[str]) -> list[dict[str,
 def _toggle_entry(raw: dict[str, Any], label: str, errors: list[str]) -> dict[str, Any] | None:
     before = len(errors)
     errors.extend(
-        f"{label}: {key}: unknown key; the keys are {', '.join(TOGGLE_KEYS)}" for key in raw if key not in TOGGLE_KEYS
+        f"{label}: {value_shown(key)}: unknown key; the keys are {', '.join(TOGGLE_KEYS)}"
+        for key in raw
+        if key not in TOGGLE_KEYS
     )
     entry: dict[str, Any] = {}
     for key, parse in TOGGLE_KEYS.items():

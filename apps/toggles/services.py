@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from apps.history.context import history_via
 from apps.limits.config_io import ConfigInvalid, config_import
+from apps.limits.config_io.report import MAX_MESSAGE_CHARS, text_shortened
 from apps.limits.services import config_object_save
 from apps.limits.snapshot import config_version_current
 from apps.toggles.last_known_good import last_known_good_read, last_known_good_write
@@ -120,7 +121,8 @@ def _document_apply(document: ToggleDocument, report: RefreshReport) -> None:
         counts = _document_write(document)
     except DataError as error:
         # e.g. a \u0000 in a payload, which PostgreSQL's jsonb cannot hold: the document's fault, not the database's.
-        raise DocumentInvalid([f"the database refused a value: {str(error).strip()}"]) from None
+        refused = text_shortened(str(error).strip(), MAX_MESSAGE_CHARS)
+        raise DocumentInvalid([f"the database refused a value: {refused}"]) from None
     for field, count in counts.items():
         setattr(report, field, count)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urlencode
+
 import pytest
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -9,6 +12,7 @@ from django.urls import reverse
 
 from apps.history.models import ChangeEvent
 from apps.limits.config_io import config_export, config_yaml_dump
+from apps.limits.config_io.yaml_io import MAX_DOCUMENT_BYTES
 from apps.limits.models import Limit, Operation
 from tests.limits.factories import LimitFactory, OperationFactory
 from tests.support.browser import staff_user_create
@@ -34,8 +38,14 @@ def upload(client, text: str, *, prune: bool = False):
 
 
 def apply(client, preview_response):
+    """Submit the preview's apply form as a browser would, encoded as the form's enctype says."""
     form = preview_response.context["apply_form"]
-    return client.post(IMPORT_URL, {name: form.initial[name] for name in ("text", "prune", "fingerprint")})
+    data = {name: form.initial[name] for name in ("text", "prune", "fingerprint")}
+    tag = re.search(r'<form[^>]*id="yaml-apply-form"[^>]*>', preview_response.content.decode())
+    assert tag is not None
+    if 'enctype="multipart/form-data"' in tag.group():
+        return client.post(IMPORT_URL, data)
+    return client.post(IMPORT_URL, urlencode(data), content_type="application/x-www-form-urlencoded")
 
 
 def test_an_upload_shows_the_diff_and_writes_nothing(admin_client) -> None:
@@ -76,6 +86,19 @@ def test_a_change_made_after_the_preview_stops_the_apply_and_shows_the_new_diff(
     assert not Limit.objects.exists()
 
 
+def test_a_file_near_the_size_cap_is_applied_as_well_as_previewed(admin_client) -> None:
+    # What the browser posts back (the previewed text) must fit what Django accepts in a request body,
+    # also for text that URL-encoding would triple in size.
+    description = "é: " * ((MAX_DOCUMENT_BYTES - 100) // 4)
+    preview = upload(admin_client, f'operations: [{{name: Big, description: "{description}"}}]')
+    assert preview.context["lines"] == ["operations: 1 created, 0 updated, 0 deleted", "  created Big"]
+
+    response = apply(admin_client, preview)
+
+    assert response.status_code == 302
+    assert Operation.objects.get(name="Big").description == description
+
+
 def test_an_invalid_file_lists_every_problem_and_offers_no_apply(admin_client) -> None:
     text = FILE.replace("limit: 20", "limit: 0") + (
         "  - {name: other, operation: ListStreams, algorithm: fixed_window, limit: -3, period: minute}\n"
@@ -91,7 +114,7 @@ def test_an_invalid_file_lists_every_problem_and_offers_no_apply(admin_client) -
 
 
 def test_a_file_that_is_not_yaml_or_not_utf8_is_refused_in_words(admin_client) -> None:
-    assert "not valid YAML: line 1" in upload(admin_client, "limits: [").context["preview"].errors[0]
+    assert "not valid YAML: line 1, column 9" in upload(admin_client, "limits: ]").context["preview"].errors[0]
     data = {"file": SimpleUploadedFile("x.yaml", "名前".encode("utf-16"))}
     assert admin_client.post(IMPORT_URL, data).context["preview"].errors == ["the file is not UTF-8 text"]
 

@@ -1,7 +1,7 @@
 """Configuration as code: the YAML import and export of operations, plans, customers, limits,
 overrides, access rules and services (the shape is in DESIGN.md, "Configuration as code").
 
-    document = config_yaml_load(text)
+    document = config_yaml_load(config_yaml_read(file))
     report = config_import(document=document, prune=False, dry_run=True)
     text = config_yaml_dump(config_export())
 """
@@ -10,10 +10,11 @@ from apps.limits.config_io.apply import config_import
 from apps.limits.config_io.demo import DEMO_SERVICE, DemoLoaded, demo_load
 from apps.limits.config_io.export import config_export
 from apps.limits.config_io.report import ConfigInvalid, ImportReport, SectionReport
-from apps.limits.config_io.yaml_io import config_yaml_dump, config_yaml_load
+from apps.limits.config_io.yaml_io import MAX_DOCUMENT_BYTES, config_yaml_dump, config_yaml_load, config_yaml_read
 
 __all__ = [
     "DEMO_SERVICE",
+    "MAX_DOCUMENT_BYTES",
     "ConfigInvalid",
     "DemoLoaded",
     "ImportReport",
@@ -22,5 +23,6 @@ __all__ = [
     "config_import",
     "config_yaml_dump",
     "config_yaml_load",
+    "config_yaml_read",
     "demo_load",
 ]

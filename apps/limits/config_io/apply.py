@@ -8,7 +8,14 @@ from django.db.models import ProtectedError
 
 from apps.history.context import history_via
 from apps.limits.config_io.parse import ParsedEntry, config_parse
-from apps.limits.config_io.report import ConfigInvalid, ImportReport, SectionReport
+from apps.limits.config_io.report import (
+    MAX_MESSAGE_CHARS,
+    ConfigInvalid,
+    ImportReport,
+    SectionReport,
+    text_shortened,
+    value_shown,
+)
 from apps.limits.config_io.sections import REFERENCE_TARGETS, SECTION_BY_NAME, Identity, Lookup, Section, Unresolved
 from apps.limits.services import config_object_delete, config_object_save
 
@@ -58,7 +65,7 @@ def _upsert_section(
             errors.extend(_model_errors(section, entry.label, error))
         except Unresolved as unresolved:
             _, _, noun = REFERENCE_TARGETS[unresolved.target]
-            errors.append(f"{entry.label}: refers to the {noun} “{unresolved.value}”, which was refused")
+            errors.append(f"{entry.label}: refers to the {noun} “{value_shown(unresolved.value)}”, which was refused")
 
 
 def _upsert_entry(section: Section, entry: ParsedEntry, obj: Any, lookup: Lookup, report: SectionReport) -> None:
@@ -80,7 +87,7 @@ def _model_errors(section: Section, label: str, error: ValidationError) -> list[
     lines: list[str] = []
     for field, messages in error.message_dict.items():
         prefix = label if field == NON_FIELD_ERRORS else f"{label}: {section.key_of_field.get(field, field)}"
-        lines.extend(f"{prefix}: {message}" for message in messages)
+        lines.extend(f"{prefix}: {text_shortened(message, MAX_MESSAGE_CHARS)}" for message in messages)
     return lines
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from apps.common.validators import normalize_ip_or_cidr, validate_string_map
+from apps.limits.config_io.report import MAX_MESSAGE_CHARS, text_shortened, value_shown
 
 Parser = Callable[[Any], Any]
 
@@ -44,7 +45,11 @@ def kind_of(value: object) -> str:
 def text(value: Any) -> str:
     if isinstance(value, str):
         return value
-    hint = f' (put it in quotes: "{value}")' if isinstance(value, int | float) and not isinstance(value, bool) else ""
+    hint = (
+        f' (put it in quotes: "{value_shown(value)}")'
+        if isinstance(value, int | float) and not isinstance(value, bool)
+        else ""
+    )
     raise FieldError(f"must be text, not {kind_of(value)}{hint}")
 
 
@@ -63,7 +68,7 @@ def positive_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise FieldError(f"must be a whole number, not {kind_of(value)}")
     if value < 1:
-        raise FieldError(f"must be at least 1, not {value}")
+        raise FieldError(f"must be at least 1, not {value_shown(value)}")
     return value
 
 
@@ -80,7 +85,7 @@ def boolean(value: Any) -> bool:
 def choice(*choices: str) -> Parser:
     def parse(value: Any) -> str:
         if value not in choices:
-            raise FieldError(f"“{value}” is not one of {', '.join(choices)}")
+            raise FieldError(f"“{value_shown(value)}” is not one of {', '.join(choices)}")
         return str(value)
 
     return parse
@@ -91,7 +96,7 @@ def text_list(value: Any) -> list[str]:
         raise FieldError(f"must be a list, not {kind_of(value)}")
     for item in value:
         if not isinstance(item, str):
-            raise FieldError(f"every item must be text; {item!r} is {kind_of(item)}")
+            raise FieldError(f"every item must be text; {value_shown(item)} is {kind_of(item)}")
     return list(value)
 
 
@@ -107,7 +112,7 @@ def string_map(value: Any) -> dict[str, str]:
     try:
         validate_string_map(value)
     except ValidationError as error:
-        raise FieldError(" ".join(error.messages)) from None
+        raise FieldError(" ".join(text_shortened(message, MAX_MESSAGE_CHARS) for message in error.messages)) from None
     return dict(sorted(value.items()))
 
 
@@ -119,7 +124,9 @@ def optional_datetime(value: Any) -> str | None:
         try:
             value = dt.datetime.fromisoformat(value)
         except ValueError:
-            raise FieldError(f"“{value}” is not an ISO 8601 date and time, e.g. 2025-01-31T00:00:00+00:00") from None
+            raise FieldError(
+                f"“{value_shown(value)}” is not an ISO 8601 date and time, e.g. 2025-01-31T00:00:00+00:00"
+            ) from None
     if not isinstance(value, dt.datetime):
         raise FieldError(f"must be an ISO 8601 date and time in quotes, not {kind_of(value)}")
     if value.utcoffset() is None:
@@ -144,7 +151,9 @@ def optional_ip(value: Any) -> str | None:
     try:
         return normalize_ip_or_cidr(value)
     except ValueError:
-        raise FieldError(f"“{value}” is not an IP address or CIDR block, e.g. 203.0.113.7 or 2001:db8::/32") from None
+        raise FieldError(
+            f"“{value_shown(value)}” is not an IP address or CIDR block, e.g. 203.0.113.7 or 2001:db8::/32"
+        ) from None
 
 
 def period(names: tuple[str, ...]) -> Parser:
@@ -153,7 +162,7 @@ def period(names: tuple[str, ...]) -> Parser:
     def parse(value: Any) -> int | str:
         if isinstance(value, str):
             if value not in names:
-                raise FieldError(f"“{value}” is neither whole seconds nor one of {', '.join(names)}")
+                raise FieldError(f"“{value_shown(value)}” is neither whole seconds nor one of {', '.join(names)}")
             return value
         return positive_int(value)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.limits.config_io.fields import FieldError, kind_of
-from apps.limits.config_io.report import ConfigInvalid
+from apps.limits.config_io.report import ConfigInvalid, value_shown
 from apps.limits.config_io.sections import REFERENCE_TARGETS, SECTION_BY_NAME, SECTIONS, Entry, Identity, Section
 
 
@@ -46,7 +46,7 @@ def _raw_sections(document: Any, errors: list[str]) -> dict[str, list[Any]]:
         return {}
     for key in document:
         if key not in SECTION_BY_NAME:
-            errors.append(f"unknown section “{key}”; the sections are {', '.join(SECTION_BY_NAME)}")
+            errors.append(f"unknown section “{value_shown(key)}”; the sections are {', '.join(SECTION_BY_NAME)}")
     sections = {}
     for section in SECTIONS:
         raw_entries = document.get(section.name, [])
@@ -66,7 +66,9 @@ def _parse_entry(section: Section, index: int, raw: Any, errors: list[str]) -> P
         label = f"{label} ({identity_text})"
     before = len(errors)
     known = [key.name for key in section.keys]
-    errors.extend(f"{label}: {key}: unknown key; the keys are {', '.join(known)}" for key in raw if key not in known)
+    errors.extend(
+        f"{label}: {value_shown(key)}: unknown key; the keys are {', '.join(known)}" for key in raw if key not in known
+    )
     entry = _entry_values(section, label, raw, errors)
     if len(errors) > before:
         return None
@@ -151,7 +153,7 @@ class _KnownNames:
     def unknown_message(self, target: str, reference: str) -> str:
         _, _, noun = REFERENCE_TARGETS[target]
         if target not in SECTION_BY_NAME:
-            return f"unknown {noun} “{reference}”"
+            return f"unknown {noun} “{value_shown(reference)}”"
         if self._replaced(target):
-            return f"unknown {noun} “{reference}”: with --prune, the {target} section must list it"
-        return f"unknown {noun} “{reference}”: neither the {target} section nor the database has it"
+            return f"unknown {noun} “{value_shown(reference)}”: with --prune, the {target} section must list it"
+        return f"unknown {noun} “{value_shown(reference)}”: neither the {target} section nor the database has it"

@@ -1,11 +1,23 @@
 """What an import changed (or, in a dry run, would change), and how to say it in plain words."""
 
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from apps.common.exceptions import InvalidInput
 
 Change = tuple[Any, Any]
+
+# A document may hold a value of megabytes, and a message quoting it whole would be as large (an error page
+# of hundreds of megabytes): a message quotes at most this much of any value, its start and its end.
+MAX_VALUE_CHARS = 200
+# Messages written elsewhere (a model's validators, the database) may quote a value whole too; they are cut
+# as a whole, a little longer since most of their words are the explanation.
+MAX_MESSAGE_CHARS = 500
+# A refusal lists this many problems; a document of thousands of bad entries gets a page, not a book.
+MAX_ERRORS_LISTED = 100
+# Numbers this long are printed as their length: Python refuses to print an int of more than 4300 digits.
+MAX_NUMBER_BITS = 640
 
 
 class ConfigInvalid(InvalidInput):
@@ -14,9 +26,49 @@ class ConfigInvalid(InvalidInput):
     code = "config_invalid"
 
     def __init__(self, errors: list[str]) -> None:
+        errors = errors_listed(errors)
         lines = "\n".join(f"  {error}" for error in errors)
         super().__init__(f"The configuration was refused; nothing was written.\n{lines}", fields={"errors": errors})
         self.errors = errors
+
+
+def errors_listed(errors: list[str]) -> list[str]:
+    """The first MAX_ERRORS_LISTED problems, and how many more there are."""
+    if len(errors) <= MAX_ERRORS_LISTED:
+        return errors
+    more = len(errors) - MAX_ERRORS_LISTED
+    return [*errors[:MAX_ERRORS_LISTED], f"… and {more:,} more problems like these; nothing was written"]
+
+
+def text_shortened(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """`text`, or its start and its end around a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}…[{len(text) - 2 * half:,} characters left out]…{text[-half:]}"
+
+
+class _ShortRepr(reprlib.Repr):
+    """Python's spelling of a list or a mapping, without building the whole text of a large one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxdict = 3, 10, 10
+        self.maxstring = self.maxother = self.maxlong = MAX_VALUE_CHARS
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > MAX_NUMBER_BITS:
+            return f"a number of about {int(x.bit_length() * 0.30103):,} digits"
+        return super().repr_int(x, level)
+
+
+_short_repr = _ShortRepr()
+
+
+def value_shown(value: Any) -> str:
+    """How an error message quotes a value from a document: text as it is, anything else as Python writes it,
+    cut to MAX_VALUE_CHARS (every message that quotes a value goes through here)."""
+    return text_shortened(value if isinstance(value, str) else _short_repr.repr(value))
 
 
 @dataclass

@@ -218,3 +218,50 @@ def test_an_empty_file_changes_nothing() -> None:
     report = config_import(document=config_yaml_load(""))
 
     assert report.lines() == ["no changes"]
+
+
+def test_an_error_quotes_a_couple_of_hundred_characters_of_a_long_value_with_its_start_and_end() -> None:
+    value = "start-" + "x" * 10_000 + "-end"
+
+    with pytest.raises(ConfigInvalid) as caught:
+        import_text(limit_yaml(algorithm=value))
+
+    [error] = caught.value.errors
+    assert error.startswith("limits[0] (name: x): algorithm: “start-xxx")
+    assert "…[9,810 characters left out]…" in error
+    assert error.endswith("xxx-end” is not one of fixed_window, calendar, sliding_window, sliding_log, "
+                          "token_bucket, leaky_bucket, concurrency, session_time")  # fmt: skip
+    assert len(error) < 400
+
+
+def test_the_label_of_an_entry_quotes_its_name_shortened_too() -> None:
+    with pytest.raises(ConfigInvalid) as caught:
+        import_text(limit_yaml(name="n" * 5_000, limit=0))
+
+    [error] = caught.value.errors
+    assert error.startswith("limits[0] (name: nnn")
+    assert error.endswith("nnn): limit: must be at least 1, not 0")
+    assert len(error) < 300
+
+
+def test_a_value_a_model_validator_quotes_whole_is_shortened_in_the_message() -> None:
+    with pytest.raises(ConfigInvalid) as caught:
+        import_text(f"customers: [{{id: acct-1, timezone: Mars/{'x' * 50_000}}}]")
+
+    messages = [error for error in caught.value.errors if "timezone" in error]
+    assert any(error.startswith("customers[0] (id: acct-1): timezone: “Mars/xxx") for error in messages), messages
+    assert any(error.endswith("is not a known time zone; use an IANA name such as Europe/Berlin or UTC.")
+               for error in messages), messages  # fmt: skip
+    assert max(len(error) for error in caught.value.errors) < 700
+
+
+def test_a_refusal_lists_the_first_hundred_problems_and_counts_the_rest() -> None:
+    entries = "\n".join(f"  - {{name: op-{index}, colour: red}}" for index in range(250))
+
+    with pytest.raises(ConfigInvalid) as caught:
+        import_text(f"operations:\n{entries}")
+
+    errors = caught.value.errors
+    assert len(errors) == 101
+    assert errors[0] == "operations[0] (name: op-0): colour: unknown key; the keys are name, description"
+    assert errors[-1] == "… and 150 more problems like these; nothing was written"

@@ -9,6 +9,7 @@ from django.db import models
 from apps.apikeys.models import ApiKey
 from apps.customers.models import Customer, Plan
 from apps.limits.config_io.fields import Parser
+from apps.limits.config_io.report import value_shown
 from apps.limits.models import Limit, Operation
 
 REQUIRED = object()
@@ -105,7 +106,7 @@ class Section:
 
     def identity_text(self, entry: Entry) -> str:
         """'name: foo' or 'customer: acct-1, limit: foo': the identity keys that have a value."""
-        parts = [f"{key}: {entry[key]}" for key in self.identity_keys if _printable(entry.get(key))]
+        parts = [f"{key}: {value_shown(entry[key])}" for key in self.identity_keys if _printable(entry.get(key))]
         return ", ".join(parts)
 
     def describe(self, entry: Entry) -> str:

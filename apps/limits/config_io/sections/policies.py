@@ -16,6 +16,7 @@ from apps.limits.choices import (
     StoreFailurePolicy,
 )
 from apps.limits.config_io import fields
+from apps.limits.config_io.report import value_shown
 from apps.limits.config_io.sections.base import Entry, Key, Lookup, Section
 from apps.limits.models import AccessRule, Limit, Override
 
@@ -28,7 +29,9 @@ def canonical_period(algorithm: str, period: int | str) -> int | str:
     written as a name when one fits (60 -> minute)."""
     if algorithm == Algorithm.CALENDAR:
         if period not in CalendarPeriod.values:
-            raise fields.FieldError(f"a calendar limit counts per day, week or month, not {period}", key="period")
+            raise fields.FieldError(
+                f"a calendar limit counts per day, week or month, not {value_shown(period)}", key="period"
+            )
         return period
     if period == CalendarPeriod.MONTH:
         raise fields.FieldError(

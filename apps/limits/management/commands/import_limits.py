@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.limits.config_io import ConfigInvalid, config_import, config_yaml_load
+from apps.limits.config_io import ConfigInvalid, config_import, config_yaml_load, config_yaml_read
 
 
 class Command(BaseCommand):
@@ -30,20 +30,20 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        text = read_text(options["file"])
         try:
-            report = config_import(document=config_yaml_load(text), prune=options["prune"], dry_run=options["dry_run"])
+            document = config_yaml_load(read_text(options["file"]))
+            report = config_import(document=document, prune=options["prune"], dry_run=options["dry_run"])
         except ConfigInvalid as error:
             raise CommandError(error.message) from None
         self.stdout.write("\n".join(report.lines()))
 
 
 def read_text(file: str) -> str:
+    """The file's text; raises ConfigInvalid when it is too large or not UTF-8 (read no further than the cap)."""
     if file == "-":
-        return sys.stdin.read()
+        return config_yaml_read(sys.stdin.buffer)
     try:
-        return Path(file).read_text(encoding="utf-8")
+        with Path(file).open("rb") as handle:
+            return config_yaml_read(handle)
     except OSError as error:
         raise CommandError(f"Cannot read {file}: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise CommandError(f"Cannot read {file}: it is not UTF-8 text.") from None
