@@ -1,13 +1,16 @@
 """The admin's YAML import and export: the CLI's services (apps.limits.config_io) behind a preview and an apply.
 
 An import is previewed first (a dry run: everything checked and done, then rolled back). Applying runs the
-import again in one transaction and keeps it only if it makes exactly the changes that were previewed; if the
-configuration moved in between (another operator's save), nothing is kept and the new preview is shown.
+import again in one transaction and keeps it only if it makes exactly the changes that were previewed, to
+objects that still hold what they held at the preview; if the configuration moved in between (another
+operator's save, even one the diff would not show, such as an edit of an object the import deletes), nothing
+is kept and the new preview is shown.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -64,7 +67,10 @@ def report_lines(report: ImportReport) -> list[str]:
 
 
 def report_fingerprint(report: ImportReport) -> str:
-    return hashlib.sha256("\n".join(report_lines(report)).encode()).hexdigest()
+    """The changes an import makes and the content of every object they touch, as the import read it: the
+    lines alone would miss an edit they do not show (of an object deleted, or of a row deleted with one)."""
+    content = {"lines": report_lines(report), "before": report.before}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def yaml_preview(text: str, *, prune: bool) -> Preview:

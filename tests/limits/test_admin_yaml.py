@@ -13,8 +13,8 @@ from django.urls import reverse
 from apps.history.models import ChangeEvent
 from apps.limits.config_io import config_export, config_yaml_dump
 from apps.limits.config_io.yaml_io import MAX_DOCUMENT_BYTES
-from apps.limits.models import Limit, Operation
-from tests.limits.factories import LimitFactory, OperationFactory
+from apps.limits.models import AccessRule, Limit, Operation, Override
+from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory, OverrideFactory
 from tests.support.browser import staff_user_create
 
 pytestmark = pytest.mark.django_db
@@ -84,6 +84,69 @@ def test_a_change_made_after_the_preview_stops_the_apply_and_shows_the_new_diff(
     assert response.context["stale"] is True
     assert "operations: 0 created, 1 updated, 0 deleted" in response.context["lines"]
     assert not Limit.objects.exists()
+
+
+def test_an_object_the_preview_deletes_that_is_edited_meanwhile_stops_the_apply(admin_client) -> None:
+    streams = LimitFactory(name="streams", operation=OperationFactory(name="ListStreams"), key_by=["customer"])
+    LimitFactory(name="old", operation=streams.operation)
+    preview = upload(admin_client, FILE, prune=True)
+    assert "  deleted old" in preview.context["lines"]
+    old = Limit.objects.get(name="old")
+    old.description = "still needed: edited after the preview"
+    old.save()  # the preview's line "deleted old" reads the same as before
+
+    response = apply(admin_client, preview)
+
+    assert response.context["stale"] is True
+    assert "  deleted old" in response.context["lines"]
+    assert Limit.objects.get(name="old").description == "still needed: edited after the preview"
+    assert Limit.objects.get(name="streams").quantity == 10
+
+
+def test_a_row_deleted_with_a_pruned_object_that_is_edited_meanwhile_stops_the_apply(admin_client) -> None:
+    streams = LimitFactory(name="streams", operation=OperationFactory(name="ListStreams"), key_by=["customer"])
+    OverrideFactory(limit=LimitFactory(name="old", operation=streams.operation), reason="")
+    preview = upload(admin_client, FILE, prune=True)
+    assert "  also deleted with old: 1 override" in preview.context["lines"]
+    override = Override.objects.get()
+    override.reason = "edited after the preview"
+    override.save()
+
+    response = apply(admin_client, preview)
+
+    assert response.context["stale"] is True
+    assert Override.objects.get().reason == "edited after the preview"
+    assert Limit.objects.filter(name="old").exists()
+
+
+def test_an_edit_the_diff_cannot_show_on_an_object_the_import_updates_stops_the_apply(admin_client) -> None:
+    AccessRuleFactory(ip="203.0.113.0/24", reason="")
+    preview = upload(admin_client, "access_rules: [{action: deny, ip: 203.0.113.0/24, reason: abuse}]")
+    assert '  updated deny ip 203.0.113.0/24: reason "" → abuse' in preview.context["lines"]
+    # Another door stores the same network spelled from one of its hosts: the export, and so the diff
+    # line, normalize it away, yet the row the apply would overwrite is not the row that was previewed.
+    AccessRule.objects.update(ip="203.0.113.9/24")
+
+    response = apply(admin_client, preview)
+
+    assert response.context["stale"] is True
+    assert '  updated deny ip 203.0.113.0/24: reason "" → abuse' in response.context["lines"]
+    assert AccessRule.objects.get().ip == "203.0.113.9/24"
+    assert AccessRule.objects.get().reason == ""
+
+
+def test_an_object_the_file_names_unchanged_that_is_edited_meanwhile_stops_the_apply(admin_client) -> None:
+    LimitFactory(name="streams", operation=OperationFactory(name="ListStreams"), quantity=20, key_by=["customer"])
+    preview = upload(
+        admin_client,
+        FILE + "  - {name: other, operation: ListStreams, algorithm: fixed_window, limit: 5, period: minute}\n",
+    )
+    Limit.objects.filter(name="streams").update(quantity=30)
+
+    response = apply(admin_client, preview)
+
+    assert response.context["stale"] is True
+    assert not Limit.objects.filter(name="other").exists()
 
 
 def test_a_file_near_the_size_cap_is_applied_as_well_as_previewed(admin_client) -> None:

@@ -1,10 +1,12 @@
 """Importing a configuration document: all of it or nothing, in one transaction."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.db import models, transaction
+from django.db import models, router, transaction
 from django.db.models import ProtectedError
+from django.db.models.deletion import Collector
 
 from apps.history.context import history_via
 from apps.limits.config_io.parse import ParsedEntry, config_parse
@@ -16,7 +18,15 @@ from apps.limits.config_io.report import (
     text_shortened,
     value_shown,
 )
-from apps.limits.config_io.sections import REFERENCE_TARGETS, SECTION_BY_NAME, Identity, Lookup, Section, Unresolved
+from apps.limits.config_io.sections import (
+    REFERENCE_TARGETS,
+    SECTION_BY_NAME,
+    Entry,
+    Identity,
+    Lookup,
+    Section,
+    Unresolved,
+)
 from apps.limits.services import config_object_delete, config_object_save
 
 NAMES_SHOWN = 5
@@ -29,6 +39,10 @@ def config_import(*, document: Any, prune: bool = False, dry_run: bool = False) 
     (a section the document lacks is left alone). Raises ConfigInvalid, with nothing written, if any
     entry is invalid. With `dry_run`, everything is done and checked, then rolled back (the change
     history too: its rows are written in this transaction, one per object saved or deleted).
+
+    The report keeps, in `before`, the content of every existing object the import touched, as it read
+    it: the rows it is about to change are locked until the transaction ends, so no one else's edit can
+    slip in between that read and the write.
     """
     with transaction.atomic(), history_via("config import"):
         parsed = config_parse(document, prune=prune)
@@ -47,9 +61,14 @@ def config_import(*, document: Any, prune: bool = False, dry_run: bool = False) 
     return report
 
 
+def _locked(section: Section) -> models.QuerySet[Any]:
+    # of=self: the related rows joined in (an operation, a plan) are read, not written.
+    return section.queryset().select_for_update(of=("self",))
+
+
 def _existing_by_identity(section: Section) -> dict[Identity, Any]:
     existing: dict[Identity, Any] = {}
-    for obj in section.queryset():
+    for obj in _locked(section):
         existing.setdefault(section.identity(section.export_entry(obj)), obj)
     return existing
 
@@ -76,6 +95,7 @@ def _upsert_entry(section: Section, entry: ParsedEntry, obj: Any, lookup: Lookup
         report.created.append(label)
         return
     current = section.export_entry(obj)
+    report.before[_content_key(obj)] = _content(obj, current)
     changes = {key: (current[key], value) for key, value in entry.values.items() if current[key] != value}
     if changes:
         values = section.model_values(entry.values, lookup)
@@ -94,20 +114,23 @@ def _model_errors(section: Section, label: str, error: ValidationError) -> list[
 def _prune_section(section: Section, entries: list[ParsedEntry], report: SectionReport, errors: list[str]) -> None:
     named = {entry.identity for entry in entries}
     kept: set[Identity] = set()
-    for obj in section.queryset():
+    for obj in _locked(section):
         entry = section.export_entry(obj)
         identity = section.identity(entry)
         if identity in named and identity not in kept:
             kept.add(identity)  # the first row of an identity is the one the import updated
             continue
-        _prune_object(section, obj, section.describe(entry), report, errors)
+        _prune_object(section, obj, entry, report, errors)
 
 
-def _prune_object(section: Section, obj: Any, label: str, report: SectionReport, errors: list[str]) -> None:
+def _prune_object(section: Section, obj: Any, entry: Entry, report: SectionReport, errors: list[str]) -> None:
+    label = section.describe(entry)
     if blocker := section.prune_blocker(obj):
         errors.append(f"{section.name}: cannot delete {label}: {blocker}")
         return
     try:
+        report.before.update((_content_key(row), _content(row)) for row in _deleted_with(obj))
+        report.before[_content_key(obj)] = _content(obj, entry)
         cascaded = config_object_delete(instance=obj)
     except ProtectedError as error:
         errors.append(f"{section.name}: cannot delete {label}: still used by {_objects_text(error.protected_objects)}")
@@ -115,6 +138,31 @@ def _prune_object(section: Section, obj: Any, label: str, report: SectionReport,
     report.deleted.append(label)
     if cascaded:
         report.cascaded.append(f"{label}: {_counts_text(cascaded)}")
+
+
+def _deleted_with(obj: models.Model) -> Iterator[models.Model]:
+    """The rows deleting `obj` deletes, as Django's delete collects them: `obj` and what cascades from it."""
+    collector = Collector(using=router.db_for_write(type(obj)), origin=obj)
+    collector.collect([obj])
+    for rows in collector.data.values():
+        yield from rows
+    for queryset in collector.fast_deletes:
+        yield from queryset
+
+
+def _content_key(obj: models.Model) -> str:
+    return f"{obj._meta.label}:{obj.pk}"
+
+
+def _content(obj: models.Model, entry: Entry | None = None) -> dict[str, Any]:
+    """What an edit of `obj` would change: its stored fields (timestamps aside: a save that changes nothing is
+    no edit) and, for an object of a section, its entry (many-to-many fields and related names included)."""
+    row = {
+        field.attname: getattr(obj, field.attname)
+        for field in obj._meta.concrete_fields
+        if not (getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False))
+    }
+    return {"row": row} if entry is None else {"row": row, "entry": entry}
 
 
 def _objects_text(objects: Any) -> str:

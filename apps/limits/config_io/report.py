@@ -78,6 +78,8 @@ class SectionReport:
     deleted: list[str] = field(default_factory=list)
     # Rows removed with a deleted object by the database (cascades), e.g. "limit foo: 2 overrides".
     cascaded: list[str] = field(default_factory=list)
+    # What the objects touched held before (see ImportReport.before).
+    before: dict[str, Any] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -96,6 +98,12 @@ class SectionReport:
 class ImportReport:
     dry_run: bool
     sections: dict[str, SectionReport]
+
+    @property
+    def before(self) -> dict[str, Any]:
+        """The content, as the import read it before writing, of every existing object it touched: named by
+        the file (changed or not), deleted by --prune, or deleted with one; by "<model label>:<pk>"."""
+        return {key: content for report in self.sections.values() for key, content in report.before.items()}
 
     @property
     def changed(self) -> bool:
