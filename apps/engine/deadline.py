@@ -6,10 +6,12 @@ a degraded admission was counted twice (by the ledger that answered it, and by t
 request sends carries its deadline as its last argument, in Redis's clock, and starts with lua/deadline.lua: past
 the deadline it writes nothing and answers an error, which the caller takes as a timeout.
 
-The deadline is the moment the client gives up (its socket timeout after sending) less a margin for the answer's
-way back, in Redis's clock: this host's clock plus the offset to Redis's, measured with TIME (half a round trip of
+The deadline is the earliest moment the client may give up (its socket timeout after the deadline is taken, just
+before sending) less a margin for the answer's way back, in Redis's clock: this host's clock plus the offset to Redis's, measured with TIME (half a round trip of
 error) when a client is first used and again every OFFSET_REFRESH_MS, so a host whose clock is off by minutes still
-sends deadlines Redis reads right. A client without a socket timeout sends 0: no deadline.
+sends deadlines Redis reads right. A client without a socket timeout sends 0: no deadline. A call that waits long for a connection before it is sent
+(a burst opening new ones) may reach Redis past its deadline and be refused where it would have just made it: it
+was as close to its timeout as that.
 
 refund.lua alone is sent without one: it only gives back what a reservation took, which is right however late.
 """
@@ -27,7 +29,7 @@ from apps.engine.clock import Clock, SystemClock
 
 OFFSET_REFRESH_MS = 60_000
 MIN_MARGIN_MS = 2
-MARGIN_SHARE = 5  # a fifth of the timeout is kept for the answer's way back and this host's scheduling
+MARGIN_SHARE = 10  # a tenth of the timeout is kept for the answer's way back and the offset's error
 ERROR_PREFIX = "DEADLINE"
 
 

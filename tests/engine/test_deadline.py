@@ -48,8 +48,8 @@ def test_a_host_clock_minutes_off_still_sends_deadlines_in_redis_time(redis_clie
 
     deadline = deadlines.next_ms(redis_client)
 
-    # The timeout (50 ms) less the margin (10 ms), in Redis's clock, give or take the measuring round trip.
-    assert 0 < deadline - redis_ms(redis_client) <= 40
+    # The timeout (50 ms) less the margin (5 ms), in Redis's clock, give or take the measuring round trip.
+    assert 0 < deadline - redis_ms(redis_client) <= 45
 
 
 def test_a_client_without_a_timeout_sends_no_deadline(redis_client) -> None:

@@ -141,10 +141,9 @@ class ClusterStore(SpreadChecks, RedisStore):
 
     def responsive(self, node: str | None = None) -> bool:
         """Does master `node` (host:port; None: any) answer a PING within the client's timeout?"""
-        target = self._client.get_node(node_name=node) if node else self._client.get_default_node()
-        if target is None:
-            return False
-        return bool(self._client.ping(target_nodes=target))
+        client: Any = self._client  # a RedisCluster
+        target = client.get_node(node_name=node) if node else client.get_default_node()
+        return target is not None and bool(client.ping(target_nodes=target))
 
     def usage_minutes(self) -> list[int]:
         """Minutes with usage waiting on any master (SCAN of every master for the per-slot indexes)."""

@@ -94,15 +94,21 @@ def usage_costs(item: CheckItem) -> tuple[tuple[str, int], ...]:
 
 def request_fingerprint(item: CheckItem, costs: tuple[tuple[str, int], ...], lease_ms: int | None) -> str:
     """What a request id promises to repeat: operation, resource, attributes, costs (as usage_costs, so an
-    absent "requests" is 1 and a zero cost is no cost), dry run and lease ttl, hashed to 64 bits.
+    absent "requests" is 1 and a zero cost is no cost), dry run, lease ttl, the wait budget (max_wait_ms) and the
+    caller (service and API key prefix), hashed to 64 bits.
 
     The customer is in the idempotency key itself; the ip and the limits that apply are not the request's
-    parameters (a retry may come through another proxy, after a limit changed). The stored decision is
-    replayed only to the same fingerprint (check.lua, decide.py).
+    parameters (a retry may come through another proxy, after a limit changed). The caller is: ids are per
+    customer, and another service or key reusing one (with limits keyed by service or key, a decision it never
+    paid for) is another request. The stored decision is replayed only to the same fingerprint (check.lua,
+    decide.py, the hybrid path's stored decisions and the database fallback alike).
     """
     lease = -1 if lease_ms == 0 else lease_ms or 0  # an allocation is not a check
     attributes = sorted(item.attributes.items())
-    canonical = _canonical_json([item.operation, item.resource, attributes, costs, item.dry_run, lease])
+    canonical = _canonical_json(
+        [item.operation, item.resource, attributes, costs, item.dry_run, lease, item.max_wait_ms, item.service,
+         item.api_key]
+    )  # fmt: skip
     return hashlib.blake2b(canonical.encode(), digest_size=FINGERPRINT_LENGTH // 2).hexdigest()
 
 
