@@ -17,6 +17,8 @@ CONFIG_YAML = """
 operations:
   - {name: Guarded}
   - {name: Guarded2}
+  - {name: Hold}
+  - {name: Pool}
 customers:
   - {id: hostile-1}
   - {id: hostile-2}
@@ -26,6 +28,8 @@ limits:
   - {name: guarded-daily, operation: Guarded, algorithm: calendar, limit: 1000, period: day,
      key_by: [customer, resource], on_store_failure: database}
   - {name: guarded2, operation: Guarded2, algorithm: sliding_window, limit: 10, period: minute, key_by: [customer]}
+  - {name: slots, operation: Hold, algorithm: concurrency, limit: 5, period: hour, key_by: [customer]}
+  - {name: pool, operation: Pool, algorithm: concurrency, limit: 50, period: hour, key_by: []}
 services:
   - {name: hostile-tests, operations: []}
 """

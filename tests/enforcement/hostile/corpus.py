@@ -242,6 +242,7 @@ def reused_request_ids() -> list[Case]:
         "another cost": {"costs": {"requests": 2}},
         "an attribute more": {"attributes": {"tier": "gold"}},
         "as a dry run": {"dry_run": True},
+        "with a wait budget": {"max_wait_ms": 100},
     }
     cases = [
         Case(f"reused id, {what}", "POST", "/api/v1/check", _json({**base, **change}))
@@ -258,6 +259,24 @@ def reused_request_ids() -> list[Case]:
     return cases
 
 
+def reported_state() -> list[Case]:
+    """What a caller reports instead of asking for a decision (issue 23): bounded, or refused before anything moves."""
+    allocations = "/api/v1/customers/hostile-1/allocations"
+    cases = [
+        Case(f"allocations held {held}", "PUT", f"{allocations}/slots", _json({"held": held}))
+        for held in (6, 1001, 100_000, 2**53, -1, 1.5, "5", None, True)
+    ]
+    cases += [
+        Case("allocations on a limit that is not one", "PUT", f"{allocations}/guarded-db", _json({"held": 1})),
+        Case("allocations of an unknown limit", "PUT", f"{allocations}/nope", _json({"held": 1})),
+        Case("allocations, unknown field", "PUT", f"{allocations}/slots", _json({"held": 1, "owner": "hostile-2"})),
+        Case("allocations, body a list", "PUT", f"{allocations}/slots", b"[1]"),
+    ]
+    for ip in ("fe80::99%eth0", "fe80::99%25eth0", "FE80::99%ETH0", "fe80::99%1", "::ffff:10.0.0.1%eth0"):
+        cases.append(_check(f"ip with a zone id {ip}", {**VALID, "ip": ip}))
+    return cases
+
+
 def corpus() -> list[Case]:
     return (
         control_characters()
@@ -266,4 +285,5 @@ def corpus() -> list[Case]:
         + headers()
         + paths_and_methods()
         + reused_request_ids()
+        + reported_state()
     )
