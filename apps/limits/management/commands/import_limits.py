@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.limits.config_io import ConfigInvalid, config_import, config_yaml_load, config_yaml_read
+from apps.limits.config_io import MAX_DOCUMENT_BYTES, ConfigInvalid, config_import, config_yaml_load, config_yaml_read
 
 
 class Command(BaseCommand):
@@ -15,7 +15,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("file", help="The YAML file; - reads standard input.")
+        parser.add_argument(
+            "file",
+            help=f"The YAML file, at most {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB, without anchors or aliases "
+            "(&name, *name); - reads standard input.",
+        )
         parser.add_argument(
             "--dry-run", action="store_true", help="Check the file and print the changes it would make; write nothing."
         )
