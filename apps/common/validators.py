@@ -3,7 +3,9 @@
 import ipaddress
 import re
 import zoneinfo
+from typing import Any
 
+import orjson
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
@@ -15,6 +17,15 @@ ATTRIBUTE_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
 plain_text = RegexValidator(
     r"^[^\x00-\x1f\x7f]*\Z", message="Must not contain control characters (U+0000 to U+001F, U+007F)."
 )
+
+
+def validate_json_sendable(value: Any) -> None:
+    """JSON the API can send back: orjson, which it answers with, writes integers of 64 bits and nesting of 255
+    levels at most (a payload past that would make every read of it fail)."""
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError as error:
+        raise ValidationError(f"cannot be sent as JSON: {str(error)[:200]}") from None
 
 
 def validate_timezone(value: str) -> None:

@@ -1,7 +1,7 @@
 from django.db import models
 
 from apps.common.models import TimeStampedModel
-from apps.common.validators import validate_name
+from apps.common.validators import validate_json_sendable, validate_name
 
 
 class ToggleSource(models.TextChoices):
@@ -14,7 +14,7 @@ class FeatureToggle(TimeStampedModel):
 
     name = models.CharField(max_length=100, unique=True, validators=[validate_name])
     enabled = models.BooleanField(default=False)
-    payload = models.JSONField(null=True, blank=True)
+    payload = models.JSONField(null=True, blank=True, validators=[validate_json_sendable])
     description = models.TextField(blank=True)
     source = models.CharField(max_length=10, choices=ToggleSource.choices, default=ToggleSource.ADMIN)
     # Empty: every API key reads it. Set: only keys bound to this customer and service-wide keys read it.

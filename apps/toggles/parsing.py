@@ -7,9 +7,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
+from apps.common.validators import validate_json_sendable
 from apps.limits.config_io import ConfigInvalid
 from apps.limits.config_io.fields import FieldError, boolean, kind_of, name, text
 from apps.limits.config_io.parse import config_parse
@@ -25,11 +25,11 @@ MAX_DEPTH = 32
 
 
 def _payload(value: Any) -> Any:
-    """Any JSON the toggles API can send back (orjson writes integers of 64 bits at most)."""
+    """Any JSON the toggles API can send back (the model's own validator, as the admin's form uses it)."""
     try:
-        orjson.dumps(value)
-    except orjson.JSONEncodeError as error:
-        raise FieldError(f"cannot be sent as JSON: {text_shortened(str(error), MAX_MESSAGE_CHARS)}") from None
+        validate_json_sendable(value)
+    except ValidationError as error:
+        raise FieldError(text_shortened(error.messages[0], MAX_MESSAGE_CHARS)) from None
     return value
 
 

@@ -55,3 +55,15 @@ def test_a_payload_that_is_not_json_is_refused_on_the_payload_field(admin_client
     data = {"name": "beta", "enabled": "on", "payload": "{not json", "description": ""}
     response = admin_client.post(admin_url(FeatureToggle, "add"), data)
     assert list(response.context["adminform"].form.errors) == ["payload"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("payload", ["1180591620717411303424", "[" * 300 + "]" * 300], ids=["2**70", "300 deep"])
+def test_a_payload_the_api_cannot_send_is_refused_on_the_payload_field(admin_client, client, payload) -> None:
+    data = {"name": "beta", "enabled": "on", "payload": payload, "description": ""}
+
+    response = admin_client.post(admin_url(FeatureToggle, "add"), data)
+
+    assert list(response.context["adminform"].form.errors) == ["payload"]
+    assert "cannot be sent as JSON" in str(response.context["adminform"].form.errors["payload"])
+    assert not FeatureToggle.objects.exists()  # GET /api/v1/toggles would have failed on it
