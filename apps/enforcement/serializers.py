@@ -44,7 +44,11 @@ class CheckInputSerializer(CheckTargetSerializer):
         validators=[MaxLengthValidator(parsing.MAX_COST_UNITS)],
         help_text=f"Unit → non-negative integer; `requests` defaults to 1; at most {parsing.MAX_COST_UNITS} units.",
     )
-    ip = serializers.IPAddressField(required=False)
+    ip = serializers.IPAddressField(
+        required=False,
+        help_text="The end user's address, for limits keyed by ip. Without a zone id (fe80::1%eth0 is refused); "
+        "an IPv4-mapped address (::ffff:203.0.113.7) counts as its IPv4 address.",
+    )
     request_id = text_field(
         parsing.MAX_REQUEST_ID_LENGTH,
         required=False,

@@ -33,11 +33,12 @@ SCALING_ROW = {
     "service": "control-plane",
     "api_key": "qp_b41e92d5",
 }
+# Text cells are quoted, numbers are not (apps/common/spreadsheets.py: no text cell can start a formula).
 CSV = (
-    "customer,operation,bucket,allowed,denied,shadow_denied,degraded,rule_denied,unavailable,costs,session_ms,"
-    "service,api_key\r\n"
-    'acct-1,ModifyShardCount,2026-03-02T09:00:00+00:00,10,3,0,0,0,0,"{""requests"":10}",0,control-plane,'
-    "qp_b41e92d5\r\n"
+    '"customer","operation","bucket","allowed","denied","shadow_denied","degraded","rule_denied","unavailable",'
+    '"costs","session_ms","service","api_key"\r\n'
+    '"acct-1","ModifyShardCount","2026-03-02T09:00:00+00:00",10,3,0,0,0,0,"{""requests"":10}",0,"control-plane",'
+    '"qp_b41e92d5"\r\n'
 )
 
 # The summary stays beside the view (apis.py); this is the rest of what the docs show.
