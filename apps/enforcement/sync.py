@@ -11,6 +11,13 @@ limit's windows near the server's time (its current window, the one before or th
 ahead or behind at a boundary). Counters of limits no longer in force, or no longer hybrid, are ignored (the
 answer lists what is in force). Instances are namespaced by the API key's prefix in the hash, so a client cannot
 overwrite another key's instances, nor an API worker's.
+
+The trust boundary (docs/hybrid.md, "What a report can change"): a count is at most the limit's quantity for the
+customer, what one instance can admit in a window (above it: 400 naming the count; a shadow limit, which never
+refuses, has it taken as the quantity); the store keeps a bounded number of instances per counter and saturates
+its sums (hybrid_sync.lua); a customer-bound key is refused (403 `shared_limit`) when any hybrid limit in force is
+shared by several customers, since even a count of 0 writes its instance into the shared counter and a limiter
+that cannot report there would decide unseen; and what the counters grow by is counted in usage (sync_usage.py).
 """
 
 from __future__ import annotations
@@ -27,13 +34,14 @@ from redis.exceptions import RedisError
 from apps.apikeys.selectors import ApiPrincipal
 from apps.enforcement.fallback.decide import StoreUnavailable
 from apps.enforcement.hybrid import CLOCK as hybrid_clock
-from apps.enforcement.hybrid import RETENTION_WINDOWS, counter_key, exchange_log, peers_for, windows_of
+from apps.enforcement.hybrid import RETENTION_WINDOWS, counter_names, exchange_log, peers_for, recorded_of, windows_of
 from apps.enforcement.parsing import MAX_COST, Errors, ParseError, parse_check, text_problem, whole_number
 from apps.enforcement.services import check_resolve
 from apps.enforcement.specs import engine_args, limit_spec_of
 from apps.enforcement.sync_usage import UsageReport, parse_usage, usage_report
 from apps.engine import CheckItem
 from apps.engine.hybrid import RedisPeers
+from apps.engine.hybrid_usage import ReportedCounter
 from apps.limits.models import Algorithm
 from apps.limits.snapshot import LimitConfig, Snapshot
 
@@ -154,23 +162,31 @@ def sync_exchange(*, principal: ApiPrincipal, request: SyncRequest, snapshot: Sn
     item = request.item
     principal.authorize(item.customer, item.operation)
     now = hybrid_clock.now_ms()
-    # A dry run resolves without writing anything (no name budget spent, no customer recorded): the counters'
-    # windows are checked against it before anything is written.
+    # A dry run resolves without writing anything (no name budget spent, no customer recorded): the key's right to
+    # report and the counters are checked against it before anything is written.
     looked = check_resolve(principal, dataclasses.replace(item, dry_run=True), snapshot)
+    counters = request.counters
     if looked.resolution.action is None:
-        _check_windows(request.counters, _hybrid_limits(looked.resolution.limits), looked.item.timezone, now)
+        in_force = _hybrid_limits(looked.resolution.limits)
+        for limit in in_force:
+            principal.authorize_shared_report(limit.name, limit.shared_across_customers)
+        counters = _checked(request.counters, in_force, looked.item.timezone, now)
     resolved = check_resolve(principal, item, snapshot)
     if resolved.resolution.action is not None:
         return SyncOutcome(now, str(resolved.resolution.action), resolved.warnings, ())
-    by_name = {counter.limit: counter for counter in request.counters}
+    in_force = _hybrid_limits(resolved.resolution.limits)
+    by_name = {counter.limit: counter for counter in counters}
     instance = f"sdk:{principal.prefix}:{request.instance}"
-    if request.usage is not None:
-        usage_report(resolved.item, instance, request.usage, now)
-    limits = tuple(
-        _exchange(limit, resolved.item, instance, by_name.get(limit.name), now)
-        for limit in _hybrid_limits(resolved.resolution.limits)
-    )
+    reported = [_reported(limit, by_name[limit.name], resolved.item) for limit in in_force if limit.name in by_name]
+    usage_report(resolved.item, instance, request.usage, reported, now)
+    limits = tuple(_exchange(limit, resolved.item, instance, by_name.get(limit.name), now) for limit in in_force)
     return SyncOutcome(now, None, resolved.warnings, limits)
+
+
+def _reported(limit: LimitConfig, counter: SyncCounter, item: CheckItem) -> tuple[ReportedCounter, str | None]:
+    """A counter as the usage balance reads it, with its name in the records (durable limits, else None)."""
+    counts = (counter.window_start, counter.count, counter.prev_window_start, counter.count_prev)
+    return ReportedCounter(limit.name, limit.unit, *counts), counter_names(limit_spec_of(limit), item)[1]
 
 
 def _hybrid_limits(limits: Sequence[LimitConfig]) -> tuple[LimitConfig, ...]:
@@ -181,20 +197,47 @@ def variant_of(limit: LimitConfig) -> str:
     return SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
 
 
-def _check_windows(counters: Sequence[SyncCounter], limits: Sequence[LimitConfig], timezone: str, now: int) -> None:
+def _checked(
+    counters: Sequence[SyncCounter], limits: Sequence[LimitConfig], timezone: str, now: int
+) -> tuple[SyncCounter, ...]:
+    """The counters of limits in force, checked (windows, counts, one per limit), a shadow limit's counts taken as
+    at most its quantity; ParseError naming every problem."""
     by_name = {limit.name: limit for limit in limits}
     errors: Errors = {}
     seen: set[str] = set()
+    checked = []
     for index, counter in enumerate(counters):
         limit = by_name.get(counter.limit)
-        problem = None if limit is None else _window_problem(counter, windows_of(limit, timezone), now)
-        if limit is not None and counter.limit in seen:  # checked for limits in force only, as the windows are
+        if limit is None:
+            continue  # no longer in force: ignored
+        problem = _window_problem(counter, windows_of(limit, timezone), now) or _count_problem(counter, limit)
+        if counter.limit in seen:
             problem = {"limit": ["Another counter of this request names the same limit."]}
         seen.add(counter.limit)
         if problem is not None:
             errors[str(index)] = problem
+        top = limit.quantity  # a shadow limit's count above it is taken as it (_count_problem refuses the others)
+        checked.append(
+            dataclasses.replace(counter, count=min(counter.count, top), count_prev=min(counter.count_prev, top))
+        )
     if errors:
         raise ParseError({"counters": errors})
+    return tuple(checked)
+
+
+def _count_problem(counter: SyncCounter, limit: LimitConfig) -> Errors | None:
+    """A count above what one instance can admit in a window of `limit` (its quantity for this customer) is
+    refused; a shadow limit never refuses, so a client may count past it there: taken as the quantity."""
+    if limit.mode == "shadow":
+        return None
+    problems: Errors = {}
+    for name in ("count", "count_prev"):
+        if getattr(counter, name) > limit.quantity:
+            problems[name] = [
+                f"At most {limit.quantity}: what one instance can admit in a window of limit “{limit.name}” for "
+                "this customer."
+            ]
+    return problems or None
 
 
 def _window_problem(counter: SyncCounter, windows: Windows, now: int) -> Errors | None:
@@ -219,16 +262,18 @@ def _exchange(limit: LimitConfig, item: CheckItem, instance: str, counter: SyncC
     windows = windows_of(limit, item.timezone)
     start, end = windows(now)
     spec = limit_spec_of(limit)
-    key = counter_key(spec, item)
+    key, record = counter_names(spec, item)
     if counter is None:  # nothing admitted yet: count 0 in the current window, to learn the others'
         counter = SyncCounter(limit.name, start, windows(start - 1)[0], 0, 0)
     peers = peers_for(RETENTION_WINDOWS * (end - start))
     counts = (counter.window_start, counter.prev_window_start, counter.count, counter.count_prev)
+    cap, recorded = limit.quantity, recorded_of(record)
     try:
         if isinstance(peers, RedisPeers):  # an audited limit's exchange is logged (a `sync` entry, same call)
-            answer = peers.exchange(key, instance, *counts, log=exchange_log(limit, spec, item))
+            log = exchange_log(limit, spec, item)
+            answer = peers.exchange(key, instance, *counts, log=log, cap=cap, recorded=recorded)
         else:
-            answer = peers.exchange(key, instance, *counts)
+            answer = peers.exchange(key, instance, *counts, cap=cap, recorded=recorded)
     except RedisError:
         # No failure policy applies here: the caller's local limiter holds what it knows (quota_client.hybrid).
         logger.exception("Hybrid exchange for %s failed", limit.name)

@@ -1,27 +1,39 @@
 """The usage of the SDK's local limiters (POST /api/v1/sync, sync.py): what they decided since their last report,
-counted once per report whatever the network does.
+and what their counters grew by, counted once whatever the network does.
 
 A local limiter sends, with an exchange, a report of the decisions it made since its last acknowledged one, numbered
-per instance. The first arrival of a (key prefix, instance, sequence) is added to usage through the decision ledger
-(like every decision Redis did not count itself); a resend after a lost answer finds its id remembered and adds
-nothing. So what local limiters admit is in the usage tables too, at most one exchange interval late.
+per instance, and its absolute counts per hybrid limit. One script with a deadline (apps/engine/hybrid_usage.py)
+counts the report the first time its (key prefix, instance, sequence) arrives and the rise of each counter's highest
+count per window, and says what to add to usage: per unit, up to the larger of what the reports and what the
+counters showed, so an admission is counted once whichever shows it first, and counters moved without a report
+still reach usage (the trust boundary: a caller cannot change what others' decisions read without it being
+counted). It is added through the decision ledger (like every decision Redis did not count itself), with what the
+counters of durable limits grew by as their records. A call that timed out writes nothing (its deadline), so the
+resend counts: before, a plain SET NX of the report id could land after the caller was told it failed, and the
+resend was then never counted. Counted in the minute it arrives (at most one exchange interval late).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
+from redis.exceptions import RedisError
 
+from apps.enforcement.fallback.decide import StoreUnavailable
 from apps.enforcement.ledger import decision_ledger
 from apps.enforcement.parsing import MAX_COST, Errors, costs_parse, whole_number
+from apps.enforcement.recovery import Spending
 from apps.engine import CheckItem
-from apps.engine.keys import enc
+from apps.engine.hybrid_usage import Balanced, RedisUsageBalances, ReportedCounter, UsageBalances
 from apps.usage.services import DecisionCounts
 
+logger = logging.getLogger(__name__)
 USAGE_FIELDS = frozenset({"sequence", "allowed", "denied", "costs"})
-REPORT_TTL_MS = 86_400_000  # a report id is remembered this long: a retry within it is not counted twice
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,23 +66,65 @@ def parse_usage(raw: Any, errors: Errors) -> UsageReport | None:
     return UsageReport(int(numbers["sequence"] or 0), int(numbers["allowed"] or 0), int(numbers["denied"] or 0), pairs)
 
 
-def usage_report(item: CheckItem, instance: str, report: UsageReport, now: int) -> None:
-    """Count a local limiter's decisions in usage, once per report id (instance, sequence): a report resent
-    after a lost answer is not counted again. Counted in the minute it arrives (its decisions are at most one
-    exchange interval older)."""
-    if not item.dry_run and _first_time(item.customer, instance, report.sequence):
-        counts = DecisionCounts(
-            item.customer, item.operation, now // 60_000, allowed=report.allowed, denied=report.denied,
-            costs=dict(report.costs) if report.allowed else {}, service=item.service, api_key=item.api_key,
-        )  # fmt: skip
-        decision_ledger.add(counts)
+class Balances(Protocol):
+    def add(
+        self,
+        customer: str,
+        instance: str,
+        sequence: int | None,
+        report: Sequence[tuple[str, int]],
+        counters: Sequence[ReportedCounter],
+    ) -> Balanced: ...
 
 
-def _first_time(customer: str, instance: str, sequence: int) -> bool:
+def usage_report(
+    item: CheckItem,
+    instance: str,
+    report: UsageReport | None,
+    counters: Sequence[tuple[ReportedCounter, str | None]],
+    now: int,
+) -> None:
+    """Count a local limiter's report (once per report id) and what its `counters` grew by (each with its name in
+    the records of a durable limit, else None) in usage and in the counters' records (the module docstring).
+    Raises StoreUnavailable when the counters' Redis did not answer: nothing was counted, the resend will be."""
+    if report is None and not any(counter.count or counter.count_prev for counter, _ in counters):
+        return  # nothing to count: no script call
+    sequence, costs = (report.sequence, report.costs) if report is not None else (None, ())
+    try:
+        balanced = _balances().add(item.customer, instance, sequence, costs, [counter for counter, _ in counters])
+    except RedisError:
+        # No failure policy applies here: the caller's limiter keeps its report and resends it (quota_client).
+        logger.exception("Counting the usage of local limiter %s failed", instance)
+        raise StoreUnavailable("The counter store is unreachable; try the exchange again later.") from None
+    spending = Spending()
+    for number, window, grew in balanced.growth:
+        record = counters[number][1]
+        if record is not None:
+            spending.record(record, window, grew)
+    allowed, denied = (report.allowed, report.denied) if report is not None and balanced.first else (0, 0)
+    counts = DecisionCounts(
+        item.customer, item.operation, now // 60_000, allowed=allowed, denied=denied, costs=dict(balanced.costs),
+        service=item.service, api_key=item.api_key,
+    )  # fmt: skip
+    if not counts.empty or spending.records:
+        decision_ledger.add(counts, spending if spending.records else None)
+
+
+def _balances() -> Balances:
     if not settings.COUNTERS_REDIS_URL:
-        return True  # the embedded default: one process, nothing to deduplicate across
+        return _memory_balances()  # the embedded default: this process is the whole store
     from apps.enforcement.hybrid import counters_redis
 
-    client = counters_redis()
-    key = f"{settings.QUOTA_KEY_PREFIX}:sr:{{c={enc(customer)}}}:{enc(instance)}:{sequence}"
-    return bool(client.set(key, 1, nx=True, px=REPORT_TTL_MS))
+    return _redis_balances(counters_redis(), settings.QUOTA_KEY_PREFIX)
+
+
+@functools.lru_cache(maxsize=1)
+def _memory_balances() -> UsageBalances:
+    from apps.enforcement.hybrid import CLOCK
+
+    return UsageBalances(CLOCK.now_ms)
+
+
+@functools.lru_cache(maxsize=4)
+def _redis_balances(client: Any, prefix: str) -> RedisUsageBalances:
+    return RedisUsageBalances(client, prefix)
