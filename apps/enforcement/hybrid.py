@@ -9,6 +9,11 @@ older than `sync_ms`; a counter nobody asks stops exchanging.
 A check with hybrid limits stays all or nothing: each hybrid limit reserves its cost here first; if one refuses,
 the others' reservations are given back and the check is refused without spending its exact limits; when Redis
 then refuses the exact limits, the hybrid reservations are given back (services.decide).
+
+Durability (a window of a minute or longer, as exact limits): what a reservation that stands spent is recorded on
+the counter's window, under the exact counter's name, through the decision ledger (hybrid_spent); and a counter the
+store lost starts from those records (hybrid_sync.lua asks `recorded_windows` once per counter after a loss: the
+store's epoch, shared with check.lua, is later than its previous window's start). Nothing else reads PostgreSQL.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -32,11 +37,15 @@ from quota_client.hybrid import (
     HybridConfig,
     HybridCounter,
     MemoryPeers,
+    Recorded,
     Windows,
     fixed_windows,
 )
 
 from apps.common import metrics
+from apps.enforcement.recovery import Spending
+from apps.enforcement.redis_clients import is_cluster_url
+from apps.enforcement.seeding import recorded_windows
 from apps.engine import CheckItem, KeyLayout, LimitResult, LimitSpec
 from apps.engine.clock import SystemClock
 from apps.engine.hybrid import RedisPeers, SyncLog, hybrid_key
@@ -51,19 +60,28 @@ RETENTION_WINDOWS = 3  # an instance unseen this many windows is forgotten: its 
 MAX_COUNTERS = 100_000  # a bound on this process's memory; past it the counters start over
 TICK_S = 0.05  # how often the background exchange looks for counters due (a due one exchanges at most this late)
 
-_counters: dict[tuple[LimitConfig, str], HybridCounter] = {}
+_counters: dict[tuple[LimitConfig, str], Counted] = {}
 _lock = threading.Lock()
 CLOCK = SystemClock()  # the windows' clock (sync.py answers it as now_ms)
 _ticker: threading.Thread | None = None
 
 
 class Taken(NamedTuple):
-    """One reservation: `cost` counted on `counter` (the limit named `limit`) in the window starting `window`."""
+    """One reservation: `cost` counted on `counter` (the limit named `limit`) in the window starting `window`;
+    `record`: the counter's name in its records when the limit is durable, else None."""
 
     counter: HybridCounter
     cost: int
     window: int
     limit: str
+    record: str | None = None
+
+
+class Counted(NamedTuple):
+    """This process's counter of one limit and key, and its name in the records (None: not durable)."""
+
+    counter: HybridCounter
+    record: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +105,11 @@ class HybridHold:
 def hybrid_take(item: CheckItem, limits: Sequence[LimitConfig], specs: Sequence[LimitSpec]) -> HybridHold:
     """Reserve `item`'s cost on each hybrid limit, all or nothing (a shadow limit reports, never refuses); a dry
     run reserves nothing and reports what is left before it."""
-    counters = [counter_for(limit, spec, item) for limit, spec in zip(limits, specs, strict=True)]
+    counted = [counter_for(limit, spec, item) for limit, spec in zip(limits, specs, strict=True)]
+    counters = [one.counter for one in counted]
     taken: list[Taken] = []
     over: set[str] = set()
-    for limit, counter in zip(limits, counters, strict=True):
+    for limit, (counter, record) in zip(limits, counted, strict=True):
         cost = item.cost_of(limit.unit)
         if cost <= 0:
             continue  # nothing to count: the limit is only reported
@@ -98,7 +117,7 @@ def hybrid_take(item: CheckItem, limits: Sequence[LimitConfig], specs: Sequence[
         if window is None:
             over.add(limit.name)
         else:
-            taken.append(Taken(counter, cost, window, limit.name))
+            taken.append(Taken(counter, cost, window, limit.name, record))
     refused = [limit for limit in limits if limit.name in over and limit.mode != "shadow"]
     if refused or item.dry_run:  # a dry run only looks: what it took is back before anyone decides on it
         hybrid_give_back(taken)
@@ -117,20 +136,45 @@ def hybrid_give_back(taken: Sequence[Taken]) -> None:
         reservation.counter.give_back(reservation.cost, reservation.window)
 
 
-def counter_for(limit: LimitConfig, spec: LimitSpec, item: CheckItem) -> HybridCounter:
-    """This process's counter of `limit` for `item`'s key (made on first use)."""
-    key = counter_key(spec, item)
-    counter = _counters.get((limit, key))
-    if counter is None:
+def hybrid_spent(taken: Sequence[Taken]) -> Spending | None:
+    """What reservations that stand spent on durable counters, for their records (None: nothing to record)."""
+    records = [reservation for reservation in taken if reservation.record is not None]
+    if not records:
+        return None
+    spending = Spending()
+    for reservation in records:
+        spending.record(str(reservation.record), reservation.window, reservation.cost)
+    return spending
+
+
+def counter_for(limit: LimitConfig, spec: LimitSpec, item: CheckItem) -> Counted:
+    """This process's counter of `limit` for `item`'s key (made on first use), and its name in the records."""
+    key, record = counter_names(spec, item)
+    counted = _counters.get((limit, key))
+    if counted is None:
         with _lock:
-            counter = _counters.get((limit, key)) or _new_counter(limit, spec, key, item)
-    return counter
+            counted = _counters.get((limit, key)) or _new_counter(limit, spec, key, record, item)
+    return counted
+
+
+def counter_names(spec: LimitSpec, item: CheckItem) -> tuple[str, str | None]:
+    """The exchange hash of `spec`'s counter for `item` (the API workers' and the SDK limiters' alike: sync.py),
+    and, for a durable limit, the counter's name in its records (the exact counter's, so a limit switched between
+    exact and hybrid counting keeps its records)."""
+    prefix = settings.QUOTA_KEY_PREFIX
+    layout = _layout(prefix)
+    key = layout.counter_keys(spec, item)[0]
+    return hybrid_key(key, prefix), layout.counter_id(key) if spec.durable else None
 
 
 def counter_key(spec: LimitSpec, item: CheckItem) -> str:
-    """The exchange hash of `spec`'s counter for `item`: the API workers' and the SDK limiters' (sync.py) alike."""
-    prefix = settings.QUOTA_KEY_PREFIX
-    return hybrid_key(_layout(prefix).counter_keys(spec, item)[0], prefix)
+    """The exchange hash of `spec`'s counter for `item` (counter_names)."""
+    return counter_names(spec, item)[0]
+
+
+def recorded_of(record: str | None) -> Recorded | None:
+    """The records a durable counter starts from when the store lost it (None: not durable)."""
+    return None if record is None else recorded_windows(record, CLOCK.now_ms)
 
 
 def exchange_log(limit: LimitConfig, spec: LimitSpec, item: CheckItem) -> SyncLog | None:
@@ -152,7 +196,7 @@ def _layout(prefix: str) -> KeyLayout:
     return KeyLayout(prefix)
 
 
-def _new_counter(limit: LimitConfig, spec: LimitSpec, key: str, item: CheckItem) -> HybridCounter:
+def _new_counter(limit: LimitConfig, spec: LimitSpec, key: str, record: str | None, item: CheckItem) -> Counted:
     if len(_counters) >= MAX_COUNTERS:
         _counters.clear()
     windows = windows_of(limit, item.timezone)
@@ -160,15 +204,16 @@ def _new_counter(limit: LimitConfig, spec: LimitSpec, key: str, item: CheckItem)
     variant = SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
     config = HybridConfig(limit=limit.quantity, sync_ms=limit.sync_ms or 1, variant=variant)
     peers = peers_for(RETENTION_WINDOWS * (end - start))
+    bounds: dict[str, Any] = {"cap": limit.quantity, "recorded": recorded_of(record)}
     # The embedded store (MemoryPeers, one process) logs no exchange: there is no stream to drain.
     if isinstance(peers, RedisPeers):
-        exchange = _counted(peers.exchange_for(key, INSTANCE, exchange_log(limit, spec, item)))
+        exchange = _counted(peers.exchange_for(key, INSTANCE, exchange_log(limit, spec, item), **bounds))
     else:
-        exchange = _counted(peers.exchange_for(key, INSTANCE))
-    counter = HybridCounter(config, windows, exchange, CLOCK.now_ms)
-    _counters[(limit, key)] = counter
+        exchange = _counted(peers.exchange_for(key, INSTANCE, **bounds))
+    counted = Counted(HybridCounter(config, windows, exchange, CLOCK.now_ms), record)
+    _counters[(limit, key)] = counted
     _ticker_start()
-    return counter
+    return counted
 
 
 def _counted(exchange: Exchange) -> Exchange:
@@ -202,11 +247,21 @@ def peers_for(retention_ms: int) -> RedisPeers | MemoryPeers:
     peers = _peers_by_retention.get(retention_ms)
     if peers is None:
         if settings.COUNTERS_REDIS_URL:
-            peers = RedisPeers(counters_redis(), retention_ms=retention_ms)
+            epoch_of = _epoch_key_of(settings.QUOTA_KEY_PREFIX, is_cluster_url(settings.COUNTERS_REDIS_URL))
+            peers = RedisPeers(counters_redis(), retention_ms=retention_ms, epoch_key_of=epoch_of)
         else:
             peers = MemoryPeers(retention_ms, CLOCK.now_ms)
         _peers_by_retention[retention_ms] = peers
     return peers
+
+
+def _epoch_key_of(prefix: str, cluster: bool) -> Callable[[str], str]:
+    """The store's epoch key in a hash's slot: check.lua's on one Redis; on a Redis Cluster the epoch of the
+    hash's tag (ClusterStore's per-customer epoch for a customer's counters)."""
+    if not cluster:
+        epoch = _layout(prefix).epoch_key()
+        return lambda _key: epoch
+    return lambda key: f"{prefix}:epoch:{{{key.split('{', 1)[1].split('}', 1)[0]}}}"
 
 
 def counters_redis() -> Any:
@@ -244,8 +299,8 @@ def _result(limit: LimitConfig, counter: HybridCounter, over: bool) -> LimitResu
 
 def hybrid_tick() -> None:
     """Exchange for every counter whose interval or window ended (counters gone quiet report too)."""
-    for counter in list(_counters.values()):
-        counter.sync_if_due()
+    for counted in list(_counters.values()):
+        counted.counter.sync_if_due()
 
 
 def _ticker_start() -> None:

@@ -5,7 +5,8 @@ A check whose limits are all hybrid never reaches Redis: its decision is counted
 ledger (written every QUOTA_LEDGER_FLUSH_S, like the decisions made while Redis is away), so usage counted equals
 usage reported. A check that also has exact limits asks Redis only when its hybrid limits admitted it (Redis counts
 that decision in its script); when they refused, Redis only looks (a dry run, to report the exact limits) and the
-refusal is counted in the ledger.
+refusal is counted in the ledger. What an admitted check spent on durable hybrid counters goes to the ledger too,
+as their records (hybrid.hybrid_spent), whoever counted the decision.
 
 Request ids of all-hybrid checks: the decision is remembered in Redis under the same idempotency key and in the
 same format as check.lua's (engine/store/stored_decisions.py), so a retry is replayed whichever path decided
@@ -23,12 +24,21 @@ import time
 from collections.abc import Callable
 
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
-from apps.enforcement.hybrid import CLOCK, HybridHold, hybrid_give_back, hybrid_take, stored_decisions
+from apps.enforcement.hybrid import (
+    CLOCK,
+    HybridHold,
+    Taken,
+    hybrid_give_back,
+    hybrid_spent,
+    hybrid_take,
+    stored_decisions,
+)
 from apps.enforcement.ledger import decision_counts, decision_ledger
 from apps.enforcement.specs import EngineArgs
 from apps.enforcement.store import engine_call
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, LimitResult
 from apps.engine.store.stored_decisions import StoredDecisions, check_fingerprint
+from apps.usage.services import DecisionCounts
 
 Report = Decision | FallbackDecision
 Reports = tuple[LimitResult, ...]
@@ -50,6 +60,8 @@ def hybrid_decide(item: CheckItem, args: EngineArgs) -> Report:
     if not exact.allowed:
         hybrid_give_back(hold.taken)
         hybrid = hold.given_back()
+    elif not item.dry_run:
+        _spend(item, hold.taken)
     return dataclasses.replace(exact, limits=_ordered(args, hybrid, exact.limits))
 
 
@@ -57,7 +69,7 @@ def _local(item: CheckItem, args: EngineArgs, count: bool = True) -> tuple[Decis
     """An all-hybrid check decided here (counted in the ledger unless `count` is False)."""
     hold = hybrid_take(item, args.hybrid, args.hybrid_specs)
     if count:
-        _count(item, hold.allowed)
+        _count(item, hold.allowed, hold.taken)
     return Decision(hold.allowed, hold.retry_after_ms, _ordered(args, hold.results, ()), False), hold
 
 
@@ -77,7 +89,7 @@ def _remembered(item: CheckItem, args: EngineArgs, memory: StoredDecisions) -> D
     if isinstance(first, Decision):  # a concurrent retry stored its decision first: that one stands
         hybrid_give_back(hold.taken)
         return first
-    _count(item, decision.allowed)
+    _count(item, decision.allowed, hold.taken)
     return decision
 
 
@@ -91,10 +103,20 @@ def _exact(item: CheckItem, args: EngineArgs) -> Report:
     return engine_call(call, fallback=lambda: fallback_check(item, args.exact), customer=item.customer)
 
 
-def _count(item: CheckItem, allowed: bool) -> None:
+def _count(item: CheckItem, allowed: bool, taken: tuple[Taken, ...] = ()) -> None:
+    """Count a decision Redis did not see in the ledger, with the records of what it spent (when allowed)."""
     if not item.dry_run:
         outcome = "allowed" if allowed else "denied"
-        decision_ledger.add(decision_counts(item, outcome, degraded=False, now_ms=int(time.time() * 1000)))
+        counts = decision_counts(item, outcome, degraded=False, now_ms=int(time.time() * 1000))
+        decision_ledger.add(counts, hybrid_spent(taken) if allowed else None)
+
+
+def _spend(item: CheckItem, taken: tuple[Taken, ...]) -> None:
+    """The records of what a check whose decision Redis counted spent on durable hybrid counters."""
+    spending = hybrid_spent(taken)
+    if spending is not None:  # an empty row: usage has the decision already (the ledger skips empty rows)
+        minute = int(time.time() * 1000) // 60_000
+        decision_ledger.add(DecisionCounts(item.customer, item.operation, minute), spending)
 
 
 def _ordered(
@@ -131,9 +153,11 @@ def hybrid_batch(items: list[CheckItem], args: list[EngineArgs], mode: str) -> l
     refused = not all(decision.allowed for decision in exact)
     for hold in holds if refused else ():
         hybrid_give_back(hold.taken)
-    for item, arg, decision in zip(items, args, exact, strict=True):
+    for item, arg, decision, hold in zip(items, args, exact, holds, strict=True):
         if not arg.exact:
-            _count(item, decision.allowed)  # Redis saw no limit of it, so it did not count it
+            _count(item, decision.allowed, hold.taken)  # Redis saw no limit of it, so it did not count it
+        elif not refused and not item.dry_run:
+            _spend(item, hold.taken)
     return [
         dataclasses.replace(
             decision, limits=_ordered(arg, hold.given_back() if refused else hold.results, decision.limits)

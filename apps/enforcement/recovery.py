@@ -30,13 +30,19 @@ class Spending:
     counters: set[str] = field(default_factory=set)
 
     def add(self, counter: str, start: int, amount: int) -> None:
-        self.records[(counter, start)] = self.records.get((counter, start), 0) + amount
+        self.record(counter, start, amount)
         self.counters.add(counter)
+
+    def record(self, counter: str, start: int, amount: int) -> None:
+        """Add a record only: what a hybrid counter (decided outside Redis, docs/hybrid.md) spent in the bucket at
+        `start`. Redis holds no copy of it to rebuild, so the counter is not named for a rebuild."""
+        self.records[(counter, start)] = self.records.get((counter, start), 0) + amount
 
     def merge(self, others: Iterable[Spending]) -> None:
         for other in others:
             for (counter, start), amount in other.records.items():
-                self.add(counter, start, amount)
+                self.record(counter, start, amount)
+            self.counters |= other.counters
 
 
 def rebuilds_mark(*, counters: Iterable[str]) -> None:
