@@ -15,6 +15,7 @@ from quota_client.hybrid import (
     HybridConfig,
     HybridCounter,
     MemoryPeers,
+    Recorded,
     fixed_windows,
 )
 
@@ -247,3 +248,68 @@ def test_a_reservation_can_be_given_back_in_its_window_only(clock: Clock, peers:
     clock.now += WINDOW
     only.give_back(30, window)  # that window is over: nothing to give back in this one
     assert only.take(100) is not None
+
+
+def durable(n: int, clock: Clock, peers: MemoryPeers, recorded: Recorded, names: str = "ab") -> list[HybridCounter]:
+    """Instances of a durable counter (a limit of 40 per window, sync every WINDOW / 100) that the store seeds
+    from `recorded` when it lost the counter."""
+    config = HybridConfig(limit=40, sync_ms=WINDOW // 100)
+    return [
+        HybridCounter(config, fixed_windows(WINDOW), peers.exchange_for("k", names[i], recorded=recorded), clock)
+        for i in range(n)
+    ]
+
+
+def paced(group: list[HybridCounter], clock: Clock, times: int) -> int:
+    """`times` requests, round robin, each after two sync intervals (so every instance knows the others')."""
+    admitted = 0
+    for i in range(times):
+        advance(clock, 2 * WINDOW // 100 + 1, group, WINDOW // 100)
+        admitted += group[i % len(group)].try_acquire()
+    return admitted
+
+
+def test_a_durable_counter_the_store_lost_starts_from_its_records_in_new_instances(clock: Clock) -> None:
+    """Redis restarted empty and the workers restarted: the records (30 admitted) weigh as the others' count."""
+    asked: list[tuple[int, int]] = []
+
+    def records(start: int, prev_start: int) -> tuple[int, int]:
+        asked.append((start, prev_start))
+        return 30, 0
+
+    peers = MemoryPeers(3 * WINDOW, clock)
+    clock.now += WINDOW // 2
+    peers.restart()  # its epoch is now: the window began before it
+    group = durable(2, clock, peers, records)
+
+    assert paced(group, clock, 15) == 10
+    assert asked == [(WINDOW * (clock.now // WINDOW), WINDOW * (clock.now // WINDOW - 1))]  # once per counter
+
+
+def test_instances_that_outlived_the_store_count_the_records_less_their_own(clock: Clock) -> None:
+    """Only the store restarted: a and b (10 admitted each) are alive, c (15) died before; the records hold 35.
+    The restart floor alone (40 x 2/3 for three instances seen) would let a and b admit 4 each, 8 of the 5 left."""
+    peers = MemoryPeers(3 * WINDOW, clock)
+    recorded = {"k": 0}  # what the records hold of the window (the ledgers write what the instances admit)
+    a, b, c = group = durable(3, clock, peers, lambda start, prev_start: (recorded["k"], 0), names="abc")
+    assert (admit(a, 10), admit(b, 10), admit(c, 15)) == (10, 10, 15)
+    advance(clock, 2 * WINDOW // 100, group, WINDOW // 100)
+    recorded["k"] = 35
+    peers.restart()
+    clock.now += 1
+
+    # a's floor is 35 - 10 (its count when it first saw the floor) + what b admitted after its own; b's alike.
+    assert paced([a, b], clock, 20) == 5
+
+
+def test_a_new_counter_of_a_store_that_lost_nothing_asks_no_records(clock: Clock) -> None:
+    asked: list[int] = []
+    peers = MemoryPeers(3 * WINDOW, clock)
+    durable(1, clock, peers, lambda start, prev_start: (asked.append(start), (0, 0))[1])[0].try_acquire()
+    clock.now += 2 * WINDOW  # the store's epoch (its first durable exchange) is now before the previous window
+    late = durable(1, clock, peers, lambda start, prev_start: (asked.append(start), (0, 0))[1], names="c")
+    late[0].try_acquire()
+    peers.exchange("other", "c", WINDOW * (clock.now // WINDOW), WINDOW * (clock.now // WINDOW - 1), 0, 0,
+                   recorded=lambda start, prev_start: (asked.append(start), (0, 0))[1])  # fmt: skip
+
+    assert len(asked) == 1  # the very first: the store had just started
