@@ -89,6 +89,9 @@ class _DeadlineSocket:
     def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
         if mode != "rb":
             raise ValueError(f"only 'rb' is supported, not {mode!r}")
+        # As socket.makefile does: the reader holds a reference, so http.client closing the connection after the
+        # headers of an answer read until the server closes (no Content-Length) leaves the socket open for it.
+        self._sock._io_refs += 1  # type: ignore[attr-defined]
         return io.BufferedReader(socket.SocketIO(self, "rb"))  # type: ignore[arg-type]
 
     def close(self) -> None:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import http.client
 import ssl
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from apps.common.outbound import AddressRefused, ConnectFailed, guarded_connector
+from apps.common.outbound import AddressRefused, ConnectFailed
+from apps.common.outbound_deadline import deadline_connection
 
 MAX_BODY_BYTES = 1024 * 1024
 READ_CHUNK_BYTES = 64 * 1024
@@ -86,7 +86,7 @@ def _fetch_url(url: str, *, timeout_s: float, allow_private: bool, max_bytes: in
         connection.request("GET", target, headers={"Accept": "application/json", "User-Agent": USER_AGENT})
         response = connection.getresponse()
         _check_status(response, label)
-        return _read_capped(response, label, max_bytes=max_bytes, deadline=time.monotonic() + timeout_s)
+        return _read_capped(response, label, max_bytes=max_bytes)
     except AddressRefused as refused:
         raise SourceRefused(f"{refused}; refused ({ALLOW_PRIVATE_HINT})") from None
     except ConnectFailed as error:
@@ -117,12 +117,13 @@ def _connection_for(url: str, *, timeout_s: float, allow_private: bool) -> http.
     if port == 0:
         raise SourceRefused(f"{label}: the port is not a number from 1 to 65535")
     https = parts.scheme == "https"
-    connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
     # The port is always given: http.client would otherwise read the last group of a bare IPv6 host as one.
     default_port = http.client.HTTPS_PORT if https else http.client.HTTP_PORT
-    connection = connection_class(parts.hostname, port or default_port, timeout=timeout_s)
-    connection._create_connection = guarded_connector(allow_private=allow_private)  # type: ignore[attr-defined]
-    return connection
+    # One deadline for the whole exchange (status line and headers included): a source that drips bytes cannot
+    # hold the refresh job past timeout_s.
+    return deadline_connection(
+        parts.hostname, port or default_port, https=https, timeout_s=timeout_s, allow_private=allow_private
+    )
 
 
 def _check_status(response: http.client.HTTPResponse, label: str) -> None:
@@ -135,7 +136,7 @@ def _check_status(response: http.client.HTTPResponse, label: str) -> None:
         raise SourceUnavailable(f"{label} answered HTTP {response.status} {response.reason}".rstrip())
 
 
-def _read_capped(response: http.client.HTTPResponse, label: str, *, max_bytes: int, deadline: float) -> bytes:
+def _read_capped(response: http.client.HTTPResponse, label: str, *, max_bytes: int) -> bytes:
     too_large = f"{label} sent more than the {_size_text(max_bytes)} a toggles document may have"
     declared = response.getheader("Content-Length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
@@ -146,9 +147,6 @@ def _read_capped(response: http.client.HTTPResponse, label: str, *, max_bytes: i
         received += len(chunk)
         if received > max_bytes:
             raise SourceUnavailable(too_large)
-        if time.monotonic() > deadline:
-            # The socket timeout bounds each read; this bounds a server that drips bytes slowly.
-            raise TimeoutError
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -15,9 +15,10 @@ from apps.alerts.models import AlertEvent, Delivery, JobOutcome, RuleKind
 from apps.engine import ManualClock
 from apps.engine.store.redis import RedisStore
 from apps.usage.models import UsageMinute
-from tests.alerts.factories import AlertRuleFactory, JobOutcomeFactory, StallingReceiver
+from tests.alerts.factories import AlertRuleFactory, JobOutcomeFactory
 from tests.servers import RedisServer
 from tests.support.celery_worker import celery_worker
+from tests.support.stalling_receiver import StallingReceiver
 from tests.usage.factories import spend
 
 WEBHOOK_TIMEOUT_S = 2

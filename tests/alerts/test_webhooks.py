@@ -15,10 +15,11 @@ from apps.alerts.services.evaluation import alerts_evaluate
 from apps.alerts.services.webhooks import WebhookFailed, WebhookRefused, webhook_post, webhook_url_refusal
 from apps.alerts.tasks import alert_event_deliver_task
 from apps.usage.models import UsageMinute
-from tests.alerts.factories import AlertRuleFactory, StallingReceiver, WebhookReceiver
+from tests.alerts.factories import AlertRuleFactory, WebhookReceiver
 from tests.alerts.test_rules import check
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory, OperationFactory
+from tests.support.stalling_receiver import StallingReceiver
 
 pytestmark = pytest.mark.django_db
 

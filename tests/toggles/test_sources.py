@@ -1,5 +1,6 @@
 import ipaddress
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 
 from apps.common.outbound import address_refusal
 from apps.toggles.sources import SourceRefused, SourceUnavailable, source_fetch, source_label
+from tests.support.stalling_receiver import StallingReceiver
 from tests.toggles.factories import LocalHttpSource
 
 
@@ -233,3 +235,16 @@ def test_the_label_of_a_url_keeps_no_credentials_or_query() -> None:
 
 def test_the_label_of_a_file_is_its_path() -> None:
     assert source_label("/etc/quota/toggles.json") == "/etc/quota/toggles.json"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "stall", [{"trickle_every_s": 0.1}, {"trickle_every_s": 0.1, "body": True}], ids=["headers", "body"]
+)
+def test_a_source_that_trickles_is_cut_at_its_deadline(stall: dict) -> None:
+    with StallingReceiver(hold_s=8, **stall) as source:
+        started = time.monotonic()
+        with pytest.raises(SourceUnavailable, match=r"did not answer within 0\.5 s"):
+            fetch(source.url, allow_private=True, timeout_s=0.5)
+
+    assert time.monotonic() - started < 1.5  # a socket timeout alone waited on every byte, for the full 8 s
