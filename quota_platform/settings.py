@@ -221,14 +221,15 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SYNC_EVERY = 1  # beat writes each job's last run back as it sends it, not every 3 minutes
-# Two queues, so the accounting jobs never wait behind a slow alert receiver: "celery" (the beat jobs: flush, rollup,
-# drain, purge, refresh, the alert job; exports) and "deliveries" (alert emails and webhooks). A worker started
-# without -Q consumes both; give each its own worker (-Q celery, -Q deliveries) to keep them apart.
+# Three queues, so the accounting jobs never wait behind a slow alert receiver or an hours-long export: "celery" (the
+# beat jobs: flush, rollup, drain, purge, refresh, the alert job), "deliveries" (alert emails and webhooks) and
+# "reports" (usage exports run as background jobs). A worker started without -Q consumes them all; give the default
+# queue a worker of its own (-Q celery) and the others theirs (-Q deliveries, -Q reports, or -Q deliveries,reports).
 CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_QUEUES = {
-    name: {"exchange": name, "routing_key": name} for name in (CELERY_TASK_DEFAULT_QUEUE, "deliveries")
+    name: {"exchange": name, "routing_key": name} for name in (CELERY_TASK_DEFAULT_QUEUE, "deliveries", "reports")
 }
-CELERY_TASK_ROUTES = {"apps.alerts.tasks.*": {"queue": "deliveries"}}
+CELERY_TASK_ROUTES = {"apps.alerts.tasks.*": {"queue": "deliveries"}, "apps.reports.tasks.*": {"queue": "reports"}}
 
 # ---- Quota platform ------------------------------------------------------------------------------
 

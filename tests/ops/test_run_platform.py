@@ -68,12 +68,13 @@ def send_through_embedded_broker(var_dir, task_name: str, *args) -> None:
     probe.send_task(task_name, args=args)
 
 
-def test_make_run_starts_one_worker_per_queue_and_beat_once() -> None:
+def test_make_run_starts_the_accounting_worker_apart_from_the_others_and_beat_once() -> None:
     commands = worker_commands("python")
 
     consumed = [argument.removeprefix("--queues=") for command in commands for argument in command
                 if argument.startswith("--queues=")]  # fmt: skip
-    assert sorted(consumed) == sorted(settings.CELERY_TASK_QUEUES) == ["celery", "deliveries"]
+    assert consumed == ["celery", "deliveries,reports"]
+    assert sorted(settings.CELERY_TASK_QUEUES) == ["celery", "deliveries", "reports"]
     assert [command for command in commands if "-B" in command] == [
         ["python", "-m", "celery", "-A", "quota_platform", "worker", "-B", "--queues=celery", "--hostname=celery@%h",
          "--loglevel=INFO"],
@@ -129,7 +130,7 @@ def test_the_embedded_platform_serves_health_admin_and_static_files_then_stops_o
     assert set(JOBS) <= scheduled  # the beat jobs run under make run too
 
     # A delivery sent as the alert job sends it reaches the deliveries queue, and a worker there runs it.
-    wait_for_log(tmp_path / "out.log", r"celery@\S+ ready\.", r"deliveries@\S+ ready\.")
+    wait_for_log(tmp_path / "out.log", r"celery@\S+ ready\.", r"background@\S+ ready\.")
     send_through_embedded_broker(tmp_path / "var", alert_event_deliver_task.name, NO_SUCH_EVENT)
     wait_for_log(tmp_path / "out.log", re.escape(f"'event': {NO_SUCH_EVENT}, 'attempts': 0, 'error': 'no attempt due'"))
 

@@ -25,13 +25,15 @@ POLL_INTERVAL_S = 0.5
 
 
 def worker_commands(python: str) -> list[list[str]]:
-    """One Celery worker per queue, so the accounting jobs never wait behind a slow alert receiver; beat runs inside
-    the default queue's worker (-B: fine for one machine, never for several)."""
+    """Two Celery workers: the default queue's (accounting, with beat inside: -B, fine for one machine, never for
+    several), and one for every other queue (alert deliveries, exports), so accounting never waits behind them."""
+    default = settings.CELERY_TASK_DEFAULT_QUEUE
+    others = ",".join(queue for queue in settings.CELERY_TASK_QUEUES if queue != default)
     commands = []
-    for queue in settings.CELERY_TASK_QUEUES:
-        beat = ["-B"] if queue == settings.CELERY_TASK_DEFAULT_QUEUE else []
-        command = [python, "-m", "celery", "-A", "quota_platform", "worker", *beat, f"--queues={queue}"]
-        commands.append([*command, f"--hostname={queue}@%h", "--loglevel=INFO"])
+    for queues, name in ((default, default), (others, "background")):
+        beat = ["-B"] if queues == default else []
+        command = [python, "-m", "celery", "-A", "quota_platform", "worker", *beat, f"--queues={queues}"]
+        commands.append([*command, f"--hostname={name}@%h", "--loglevel=INFO"])
     return commands
 
 
