@@ -25,6 +25,10 @@ SKIPPED_PARTS = frozenset({"migrations", "tests", ".venv", "__pycache__", "build
 APP_IMPORT = re.compile(r"^\s*(?:from|import)\s+apps\.(\w+)", re.MULTILINE)
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 40
+# The one settings module (STYLE: every setting read from the environment in one place, in banner sections) grows
+# with every setting and the comment saying what it is for: splitting it would break that rule, squeezing it would
+# drop the comments. Its length says nothing about a room in the wrong place.
+LENGTH_EXEMPT_MODULES = frozenset({"quota_platform/settings.py"})
 
 
 @dataclass
@@ -89,9 +93,9 @@ def measure(root: Path = ROOT) -> House:
     house = House(edges=app_edges(root))
     house.pairs = two_way_pairs(house.edges)
     for path in source_files(root):
-        lines = len(path.read_text().splitlines())
-        if lines > MAX_MODULE_LINES:
-            house.long_modules[str(path.relative_to(root))] = lines
+        lines, name = len(path.read_text().splitlines()), str(path.relative_to(root))
+        if lines > MAX_MODULE_LINES and name not in LENGTH_EXEMPT_MODULES:
+            house.long_modules[name] = lines
         house.function_lengths.update(function_lengths(path, root))
     return house
 

@@ -45,6 +45,15 @@ def _concurrency_limit(snapshot: Snapshot, customer: str, name: str) -> LimitCon
     )
 
 
+def _held_within_quantity(held: int, effective: LimitConfig) -> None:
+    if held > effective.quantity:
+        raise Unprocessable(
+            f"held is {held}, more than limit {effective.name} allows this customer ({effective.quantity}).",
+            code="held_over_quantity",
+            fields={"held": [f"At most {effective.quantity}, the limit's quantity for this customer."]},
+        )
+
+
 def allocations_set(
     *, principal: ApiPrincipal, customer: str, limit_name: str, held: int, resource: str, snapshot: Snapshot
 ) -> dict[str, Any]:
@@ -57,12 +66,7 @@ def allocations_set(
     principal.authorize_shared_report(limit.name, limit.shared_across_customers)
     overrides = snapshot.overrides_by_customer.get(customer, ())
     effective = limit_effective(limit, overrides, resource=resource, now_ms=time.time_ns() // 1_000_000) or limit
-    if held > effective.quantity:
-        raise Unprocessable(
-            f"held is {held}, more than limit {limit.name} allows this customer ({effective.quantity}).",
-            code="held_over_quantity",
-            fields={"held": [f"At most {effective.quantity}, the limit's quantity for this customer."]},
-        )
+    _held_within_quantity(held, effective)
     config = snapshot.customers.get(customer)
     item = CheckItem(
         customer=customer,
