@@ -39,10 +39,15 @@ class SyncCounterSerializer(serializers.Serializer):
         min_value=0, max_value=MAX_MS, help_text="Start (epoch ms) of the window before it (`count_prev`)."
     )
     count = serializers.IntegerField(
-        min_value=0, max_value=parsing.MAX_COST, help_text="What this instance admitted in the window (absolute)."
+        min_value=0,
+        max_value=parsing.MAX_COST,
+        help_text="What this instance admitted in the window (absolute), at most the limit's `quantity` for the "
+        "customer (400 above it; a shadow limit's is taken as the quantity).",
     )
     count_prev = serializers.IntegerField(
-        min_value=0, max_value=parsing.MAX_COST, help_text="What it admitted in the window before (absolute)."
+        min_value=0,
+        max_value=parsing.MAX_COST,
+        help_text="What it admitted in the window before (absolute), at most the `quantity` too.",
     )
 
 
@@ -66,7 +71,9 @@ class SyncUsageSerializer(serializers.Serializer):
 class SyncInputSerializer(check_serializers.CheckTargetSerializer):
     instance = text_field(MAX_INSTANCE_LENGTH, help_text="The local limiter's id, random and stable for its lifetime.")
     usage = SyncUsageSerializer(
-        required=False, help_text="The decisions made since the last acknowledged report, added to usage once."
+        required=False,
+        help_text="The decisions made since the last acknowledged report, added to usage once (what the counters "
+        "grew by is in usage anyway: usage grows to the larger of the two, per unit).",
     )
     counters = serializers.ListField(
         child=SyncCounterSerializer(),
@@ -91,8 +98,11 @@ class SyncLimitSerializer(serializers.Serializer):
     window_start = serializers.IntegerField(help_text="The server's current window of this limit (epoch ms).")
     window_end = serializers.IntegerField()
     next_window_end = serializers.IntegerField(help_text="End of the window after it (calendar windows vary).")
-    others = serializers.IntegerField(help_text="The other instances' counts in the counter's window.")
-    others_prev = serializers.IntegerField(help_text="The other instances' counts in the window before.")
+    others = serializers.IntegerField(
+        help_text="The other instances' counts in the counter's window (at most 2^53 - 1; after the store lost a "
+        "durable counter, at least what its records hold less this instance's own count)."
+    )
+    others_prev = serializers.IntegerField(help_text="The other instances' counts in the window before (likewise).")
     instances = serializers.IntegerField(help_text="Live instances on this counter, the caller included.")
     fresh = serializers.BooleanField(help_text="The store had nothing of this instance before this call.")
 

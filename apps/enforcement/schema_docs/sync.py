@@ -6,7 +6,14 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiExample
 
-from apps.enforcement.schema_docs.errors import EVERY_ENDPOINT, UNKNOWN_OPERATION, error_response, error_responses
+from apps.enforcement.schema_docs.errors import (
+    EVERY_ENDPOINT,
+    FORBIDDEN_CUSTOMER,
+    UNKNOWN_OPERATION,
+    error_example,
+    error_response,
+    error_responses,
+)
 
 EXAMPLE_REQUEST = {
     "customer": "acct-1",
@@ -55,11 +62,51 @@ SYNC: dict[str, Any] = {
     "decisions made since the last acknowledged report; the answer gives each hybrid limit in force for the "
     "customer and operation with the other instances' counts, which reduce this instance's share of the limit. "
     "The first call sends no counters. Authorized like /check (403 for a key bound to another customer); 503 "
-    "`store_unavailable` while the counter store is unreachable: keep deciding locally and retry.",
+    "`store_unavailable` while the counter store is unreachable: keep deciding locally and retry.\n\n"
+    "What a report can change is bounded. A count is at most what one instance can admit in a window: the limit's "
+    "`quantity` for this customer (above it: 400 naming `counters.<i>.count`, nothing written; a shadow limit, which "
+    "never refuses, has it taken as the quantity). The store keeps at most 256 instances per counter (a new one "
+    "past that drops the least recently seen, whose counts stay in the counter's sums) and its sums saturate at "
+    "2^53 - 1. A key bound to a customer may exchange only when every hybrid limit in force is keyed by customer: "
+    "on a limit several customers share (global, or keyed by ip, service, api_key or attributes only) even a count "
+    "of 0 would change what the others read, so the whole request is refused with 403 `shared_limit` (decide "
+    "through /check with such a key, or exchange with a service-wide key). Whatever the counters grow by is counted "
+    "in usage too, once: usage grows to the larger of what the `usage` reports and what the counters show, so a "
+    "report sent late or not at all changes nothing in the totals.",
     "examples": [
         OpenApiExample("A limiter's exchange (ListStreams, 50 an hour)", value=EXAMPLE_REQUEST, request_only=True),
         OpenApiExample("The answer: 2 other instances counted 9", value=EXAMPLE_ANSWER, response_only=True),
     ],
 }
+SHARED_LIMIT = error_example(
+    "A customer-bound key, a limit shared by several customers (403)",
+    "shared_limit",
+    "Limit requests-global is shared by several customers: only a service-wide API key may report its state.",
+)
+COUNT_ABOVE_QUANTITY = error_example(
+    "A count above what one instance can admit (400)",
+    "invalid",
+    "The request is not valid; see fields.",
+    {
+        "counters": {
+            "0": {
+                "count": [
+                    "At most 50: what one instance can admit in a window of limit “list-streams-hourly” for this "
+                    "customer."
+                ]
+            }
+        }
+    },
+)
 # The answers besides 200 (whose serializer is sync_apis.SyncOutputSerializer).
-SYNC_ERRORS = {**error_responses(*EVERY_ENDPOINT, 422), 404: error_response(404, examples=[UNKNOWN_OPERATION])}
+SYNC_ERRORS = {
+    **error_responses(*EVERY_ENDPOINT, 422),
+    400: error_response(400, examples=[COUNT_ABOVE_QUANTITY]),
+    403: error_response(
+        403,
+        "The key may not act for this customer or operation, or it is bound to a customer and a hybrid limit in "
+        "force is shared by several customers (`shared_limit`).",
+        [FORBIDDEN_CUSTOMER, SHARED_LIMIT],
+    ),
+    404: error_response(404, examples=[UNKNOWN_OPERATION]),
+}

@@ -45,37 +45,64 @@ local own_prev = clamp(math.min(tonumber(ARGV[5]), cap))
 local seeding = ARGV[11]
 local log_key = KEYS[seeding ~= '' and 3 or 2]
 
--- Read the hash: instances, dropped instances' sums, floors.
+-- One pass over the hash: the live instances' sums (the answer), the dropped ones' sums and the floors (a few
+-- fields). The bound needs another pass, only when a newcomer finds the counter full.
+local function after(count, b) if b >= 0 then return math.max(0, count - b) end return 0 end
 local fields = redis.call('HGETALL', KEYS[1])
-local entries, sums, floors, gone = {}, {}, {}, {}
+local others, post, others_prev, post_prev, live = 0, 0, 0, 0, 1
+local sums, floors, gone = {}, {}, {}
 local mine, holds = nil, false
+local match = string.match
 for i = 1, #fields, 2 do
   local name, value = fields[i], fields[i + 1]
-  local seen
-  local kind, w = string.match(name, '^~([cpf]):(%-?%d+)$')
-  if kind == 'f' then
-    local amount, at = string.match(value, '^(%d+):(%d+)$')
-    if amount then seen = tonumber(at); floors[tonumber(w)] = {tonumber(amount), seen} end
-  elseif kind then
-    local count, post, at = string.match(value, '^(%d+):(%d+):(%d+)$')
-    if count then seen = tonumber(at); sums[name] = {kind, tonumber(w), tonumber(count), tonumber(post), seen} end
-  elseif string.sub(name, 1, 1) ~= '~' then
-    local wstart, count, count_prev, at, base, base_prev =
-      string.match(value, '^(%-?%d+):(%d+):(%d+):(%d+):(%-?%d+):(%-?%d+)$')
-    if not wstart then  -- a report written before bases were kept
-      wstart, count, count_prev, at = string.match(value, '^(%-?%d+):(%d+):(%d+):(%d+)$')
-      base, base_prev = -1, -1
+  if string.byte(name, 1) == 126 then  -- '~': the store's own fields
+    local kind, w = match(name, '^~([cpf]):(%-?%d+)$')
+    local a, b, at
+    if kind == 'f' then a, at = match(value, '^(%d+):(%d+)$') elseif kind then a, b, at = match(value, '^(%d+):(%d+):(%d+)$') end
+    at = tonumber(at)
+    if not at or now - at > retention then
+      gone[#gone + 1] = name  -- unreadable, or not seen within the retention
+    else
+      holds = true
+      if kind == 'f' then floors[tonumber(w)] = {tonumber(a), at}
+      else sums[name] = {kind, tonumber(w), tonumber(a), tonumber(b), at} end
     end
-    if wstart then
-      seen = tonumber(at)
-      local e = {tonumber(wstart), tonumber(count), tonumber(count_prev), seen, tonumber(base), tonumber(base_prev)}
-      if name == me then mine = e else entries[#entries + 1] = {name, e} end
+  else
+    local w, c, cp, at, b, bp = match(value, '^(%-?%d+):(%d+):(%d+):(%d+):(%-?%d+):(%-?%d+)$')
+    if not w then  -- a report written before bases were kept
+      w, c, cp, at = match(value, '^(%-?%d+):(%d+):(%d+):(%d+)$')
+      b, bp = -1, -1
+    end
+    at = tonumber(at)
+    if not at then
+      gone[#gone + 1] = name
+    elseif name == me then
+      holds = holds or now - at <= retention
+      mine = {tonumber(w), tonumber(b)}
+      mine[3] = tonumber(bp)
+    elseif now - at > retention then
+      gone[#gone + 1] = name
+    else
+      holds, live = true, live + 1
+      w = tonumber(w)
+      if w == start then
+        c, cp = tonumber(c), tonumber(cp)
+        others, others_prev = others + c, others_prev + cp
+        if b ~= -1 and b ~= '-1' then post = post + after(c, tonumber(b)) end  -- a base: only after a loss
+        if bp ~= -1 and bp ~= '-1' then post_prev = post_prev + after(cp, tonumber(bp)) end
+      elseif w == prev_start then
+        c = tonumber(c)
+        others_prev = others_prev + c
+        if b ~= -1 and b ~= '-1' then post_prev = post_prev + after(c, tonumber(b)) end
+      end
     end
   end
-  if seen == nil then
-    gone[#gone + 1] = name  -- unreadable: nobody's report
-  elseif now - seen <= retention then
-    holds = true
+end
+for _, s in pairs(sums) do
+  if s[1] == 'c' and s[2] == start then
+    others, post = others + s[3], post + s[4]
+  elseif (s[1] == 'c' and s[2] == prev_start) or (s[1] == 'p' and s[2] == start) then
+    others_prev, post_prev = others_prev + s[3], post_prev + s[4]
   end
 end
 
@@ -90,7 +117,7 @@ if seeding ~= '' and not holds then
   end
   if prev_start < epoch then
     if seeding == '?' then return {-2} end
-    local floor, floor_prev = string.match(seeding, '^(%d+):(%d+)$')
+    local floor, floor_prev = match(seeding, '^(%d+):(%d+)$')
     for _, seed in ipairs({{start, tonumber(floor)}, {prev_start, tonumber(floor_prev)}}) do
       local held = floors[seed[1]] and floors[seed[1]][1] or 0
       local amount = clamp(math.max(held, seed[2]))
@@ -101,19 +128,6 @@ if seeding ~= '' and not holds then
     end
   end
 end
-
--- Forget what was not seen within the retention (my own report is rewritten below).
-local kept = {}
-for _, item in ipairs(entries) do
-  if now - item[2][4] > retention then gone[#gone + 1] = item[1] else kept[#kept + 1] = item end
-end
-entries = kept
-for name, s in pairs(sums) do
-  if now - s[5] > retention then gone[#gone + 1] = name; sums[name] = nil end
-end
-for w, f in pairs(floors) do
-  if now - f[2] > retention then gone[#gone + 1] = '~f:' .. itos(w); floors[w] = nil end
-end
 if #gone > 0 then redis.call('HDEL', KEYS[1], unpack(gone)) end
 for _, w in ipairs(seeded) do
   redis.call('HSET', KEYS[1], '~f:' .. itos(w), itos(floors[w][1]) .. ':' .. itos(now))
@@ -122,72 +136,58 @@ end
 -- My bases: kept from my last report for the same window, else my count now.
 local base, base_prev = -1, -1
 if floors[start] then
-  base = (mine and mine[1] == start and mine[5] >= 0) and mine[5] or own
+  base = (mine and mine[1] == start and mine[2] >= 0) and mine[2] or own
 end
 if floors[prev_start] then
-  if mine and mine[1] == start and mine[6] >= 0 then base_prev = mine[6]
-  elseif mine and mine[1] == prev_start and mine[5] >= 0 then base_prev = mine[5]
+  if mine and mine[1] == start and mine[3] >= 0 then base_prev = mine[3]
+  elseif mine and mine[1] == prev_start and mine[2] >= 0 then base_prev = mine[2]
   else base_prev = own_prev end
-end
-
--- The bound: a newcomer past it drops the least recently seen (ties: by name, bytewise), whose counts go to the
--- sums, so no answer but `instances` changes.
-local function after(count, b) if b >= 0 then return math.max(0, count - b) end return 0 end
-local function fold(kind, w, count, b)
-  local name = '~' .. kind .. ':' .. itos(w)
-  local s = sums[name] or {kind, w, 0, 0, now}
-  if count + s[3] > 0 then
-    sums[name] = {kind, w, clamp(s[3] + count), clamp(s[4] + after(count, b)), now}
-    redis.call('HSET', KEYS[1], name, itos(sums[name][3]) .. ':' .. itos(sums[name][4]) .. ':' .. itos(now))
-  end
-end
-local function before(x, y)
-  if x[2][4] ~= y[2][4] then return x[2][4] < y[2][4] end
-  local a, b = x[1], y[1]
-  for i = 1, math.min(#a, #b) do
-    local ca, cb = string.byte(a, i), string.byte(b, i)
-    if ca ~= cb then return ca < cb end
-  end
-  return #a < #b
-end
-if not mine and #entries + 1 > most then
-  table.sort(entries, before)
-  local excess, dropped, rest = #entries + 1 - most, {}, {}
-  for i, item in ipairs(entries) do
-    if i <= excess then
-      local e = item[2]
-      fold('c', e[1], e[2], e[5])
-      fold('p', e[1], e[3], e[6])
-      dropped[#dropped + 1] = item[1]
-    else
-      rest[#rest + 1] = item
-    end
-  end
-  entries = rest
-  redis.call('HDEL', KEYS[1], unpack(dropped))
-end
-
--- The others' sums, and the floors' lower bound.
-local others, post, others_prev, post_prev, live = 0, 0, 0, 0, 1
-for _, item in ipairs(entries) do
-  local e = item[2]
-  live = live + 1
-  if e[1] == start then
-    others, others_prev = others + e[2], others_prev + e[3]
-    post, post_prev = post + after(e[2], e[5]), post_prev + after(e[3], e[6])
-  elseif e[1] == prev_start then
-    others_prev, post_prev = others_prev + e[2], post_prev + after(e[2], e[5])
-  end
-end
-for _, s in pairs(sums) do
-  if s[1] == 'c' and s[2] == start then
-    others, post = others + s[3], post + s[4]
-  elseif (s[1] == 'c' and s[2] == prev_start) or (s[1] == 'p' and s[2] == start) then
-    others_prev, post_prev = others_prev + s[3], post_prev + s[4]
-  end
 end
 if floors[start] then others = math.max(others, floors[start][1] - base + post) end
 if floors[prev_start] then others_prev = math.max(others_prev, floors[prev_start][1] - base_prev + post_prev) end
+
+-- The bound: a newcomer past it drops the least recently seen (ties: by name, bytewise); their counts go to the
+-- sums, which the answer above already holds (they counted as instances), so only `instances` changes.
+if not mine and live > most then
+  local seen_at, place, order = {}, {}, {}
+  for i = 1, #fields, 2 do
+    if string.byte(fields[i], 1) ~= 126 and fields[i] ~= me then
+      local at = tonumber(match(fields[i + 1], '^%-?%d+:%d+:%d+:(%d+)'))
+      if at and now - at <= retention then
+        seen_at[#seen_at + 1], place[#place + 1] = at, i
+        order[#order + 1] = #order + 1
+      end
+    end
+  end
+  table.sort(order, function(x, y)
+    if seen_at[x] ~= seen_at[y] then return seen_at[x] < seen_at[y] end
+    local a, b = fields[place[x]], fields[place[y]]  -- bytewise (Lua's < follows the server's locale)
+    for k = 1, math.min(#a, #b) do
+      local ca, cb = string.byte(a, k), string.byte(b, k)
+      if ca ~= cb then return ca < cb end
+    end
+    return #a < #b
+  end)
+  local dropped = {}
+  local function fold(kind, w, count, b)
+    local name = '~' .. kind .. ':' .. itos(w)
+    local held = sums[name] or {kind, w, 0, 0, now}
+    if count + held[3] > 0 then
+      sums[name] = {kind, w, clamp(held[3] + count), clamp(held[4] + after(count, b)), now}
+      redis.call('HSET', KEYS[1], name, itos(sums[name][3]) .. ':' .. itos(sums[name][4]) .. ':' .. itos(now))
+    end
+  end
+  for k = 1, live - most do
+    local i = place[order[k]]
+    local w, c, cp, _, b, bp = match(fields[i + 1], '^(%-?%d+):(%d+):(%d+):(%d+):(%-?%d+):(%-?%d+)$')
+    if not w then w, c, cp = match(fields[i + 1], '^(%-?%d+):(%d+):(%d+):'); b, bp = -1, -1 end
+    fold('c', tonumber(w), tonumber(c), tonumber(b))
+    fold('p', tonumber(w), tonumber(cp), tonumber(bp))
+    dropped[#dropped + 1] = fields[i]
+  end
+  redis.call('HDEL', KEYS[1], unpack(dropped))
+  live = most
+end
 
 redis.call('HSET', KEYS[1], me, string.format('%d:%d:%d:%d:%d:%d', start, own, own_prev, now, base, base_prev))
 redis.call('PEXPIRE', KEYS[1], ARGV[8])

@@ -29,6 +29,8 @@ Edge cases (the seed's; each has its own test on the fake clock):
 - the store restarted (it answers `fresh` although this instance has exchanged before with peers): for
   `restart_windows` windows the reduction is at least limit * (n - 1) / n * (1 - j / restart_windows) in the
   j-th window after the restart, n being the instances seen before it;
+  a counter of a minute or longer also starts from its records: the store's floors (MemoryPeers) put what
+  the records hold, less this instance's own count, into `others` (nothing to do here);
 - this instance restarted (it has no successful exchange yet): its own share ramps up linearly, at most
   limit * (j + 1) / ramp_windows in its j-th window, until the store answers.
 """
@@ -297,19 +299,21 @@ class MemoryPeers:
         now = self._clock()
         own, own_prev = max(0, min(own, cap, SATURATED)), max(0, min(own_prev, cap, SATURATED))
         counter = self._counters.setdefault(key, _Counter({}, {}, {}))
-        if recorded is not None and not self._holds_any(counter, now) and prev_start < self._epoch_now(now):
+        lost = not self._holds_any(counter, now)
+        self._forget(counter, instance, now)
+        if recorded is not None and lost and prev_start < self._epoch_now(now):
             floor, floor_prev = recorded(start, prev_start)
             _seed(counter, {start: floor, prev_start: floor_prev}, now)
-        self._forget(counter, instance, now)
         mine = counter.entries.get(instance)
         base, base_prev = _bases(mine, counter.floors, start, prev_start, own, own_prev)
-        if mine is None:
-            self._bound(counter, now)
         (others, post), (others_prev, post_prev), live = _sums(counter, instance, start, prev_start)
         if start in counter.floors:
             others = max(others, counter.floors[start][0] - base + post)
         if prev_start in counter.floors:
             others_prev = max(others_prev, counter.floors[prev_start][0] - base_prev + post_prev)
+        if mine is None and live > self.max_instances:  # the answer stands: the dropped ones' counts stay in sums
+            self._bound(counter, live - self.max_instances, now)
+            live = self.max_instances
         counter.entries[instance] = _Entry(start, own, own_prev, now, base, base_prev)
         return Exchanged(_saturated(others), _saturated(others_prev), live, mine is None)
 
@@ -340,13 +344,11 @@ class MemoryPeers:
         for window in [window for window, (_, at) in counter.floors.items() if now - at > self.retention_ms]:
             del counter.floors[window]
 
-    def _bound(self, counter: _Counter, now: int) -> None:
-        """Make room for `newcomer`: the least recently seen instances past the bound give their counts to the
-        counter's sums (so the others' answers do not change) and are dropped."""
-        excess = len(counter.entries) + 1 - self.max_instances
-        if excess <= 0:
-            return
-        oldest = sorted(counter.entries.items(), key=lambda item: (item[1].seen, item[0]))[:excess]
+    @staticmethod
+    def _bound(counter: _Counter, excess: int, now: int) -> None:
+        """Make room for a newcomer: the `excess` least recently seen instances (ties: by name, bytewise) give
+        their counts to the counter's sums (so the others' answers do not change) and are dropped."""
+        oldest = sorted(counter.entries.items(), key=lambda item: (item[1].seen, item[0].encode()))[:excess]
         for name, entry in oldest:
             _fold(counter.sums, ("c", entry.window), entry.count, entry.base, now)
             _fold(counter.sums, ("p", entry.window), entry.count_prev, entry.base_prev, now)
