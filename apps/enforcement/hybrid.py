@@ -167,11 +167,6 @@ def counter_names(spec: LimitSpec, item: CheckItem) -> tuple[str, str | None]:
     return hybrid_key(key, prefix), layout.counter_id(key) if spec.durable else None
 
 
-def counter_key(spec: LimitSpec, item: CheckItem) -> str:
-    """The exchange hash of `spec`'s counter for `item` (counter_names)."""
-    return counter_names(spec, item)[0]
-
-
 def recorded_of(record: str | None) -> Recorded | None:
     """The records a durable counter starts from when the store lost it (None: not durable)."""
     return None if record is None else recorded_windows(record, CLOCK.now_ms)
