@@ -77,6 +77,11 @@ class SyncLog:
         ]  # fmt: skip
 
 
+def _bounded(count: Any) -> int:
+    """A sum as the script answered it, held to [0, SATURATED] here too (the script saturates already)."""
+    return max(0, min(int(count), SATURATED))
+
+
 class RedisPeers:
     """Exchanges on Redis (or a Redis Cluster client): MemoryPeers's interface, one round trip each (two after a
     durable counter was lost). epoch_key_of(hash key): the store's epoch key in that hash's slot; without it no
@@ -144,7 +149,7 @@ class RedisPeers:
             floor, floor_prev = (max(0, min(amount, SATURATED)) for amount in recorded(start, prev_start))
             answer = self._script(keys=keys, args=[*head, self._now(), *tail, f"{floor}:{floor_prev}", *logged])
         others, others_prev, live, fresh = answer
-        return Exchanged(int(others), int(others_prev), int(live), bool(fresh))
+        return Exchanged(_bounded(others), _bounded(others_prev), int(live), bool(fresh))
 
     def _now(self) -> int | str:
         return "" if self._clock is None else self._clock.now_ms()

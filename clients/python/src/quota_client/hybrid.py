@@ -200,7 +200,8 @@ class HybridCounter:
         recent = self._last_ok_window in (self._start, self._prev_start)
         if answer.fresh and recent and self._peers_seen > 1:
             self._restart = (0, self._peers_seen)
-        self.known, self.prev = answer.others, max(answer.others_prev, 0)
+        # Whatever the store answers, a count is a whole number in [0, SATURATED] (the store saturates its sums).
+        self.known, self.prev = _saturated(answer.others), _saturated(answer.others_prev)
         self._peers_seen, self._last_ok_window = answer.instances, self._start
 
 
