@@ -1,6 +1,6 @@
 """An audited hybrid limit through the API: the API worker's exchanges and an SDK limiter's (/api/v1/sync) are
-logged as `sync` entries in the counter's slot, drain, and audit within the bound; an SDK limiter that reports
-more than the limit is found. Real Redis and PostgreSQL; this process is the API worker."""
+logged as `sync` entries in the counter's slot, drain, and audit within the bound; SDK limiters that admit more
+than the others left are found. Real Redis and PostgreSQL; this process is the API worker."""
 
 from __future__ import annotations
 
@@ -35,13 +35,15 @@ def post(api, path: str, **fields):  # type: ignore[no-untyped-def]
     return api.post(path, {"customer": "acct-1", "operation": "PutRecords", **fields}, format="json")
 
 
-def sdk_reports(api, count: int) -> dict:  # type: ignore[no-untyped-def]
-    """An SDK local limiter (instance i-1) reports `count` admitted in the current window."""
-    (answer,) = post(api, "/api/v1/sync", instance="i-1").json()["limits"]
+def sdk_reports(api, count: int, instance: str = "i-1", answer: dict | None = None) -> dict:  # type: ignore[no-untyped-def]
+    """An SDK local limiter (`instance`) reports `count` admitted in the current window (the window of `answer`,
+    else of a first exchange with count 0)."""
+    if answer is None:
+        (answer,) = post(api, "/api/v1/sync", instance=instance).json()["limits"]
     start, end = answer["window_start"], answer["window_end"]
     counter = {"limit": "hot", "window_start": start, "prev_window_start": 2 * start - end, "count": count,
                "count_prev": 0}  # fmt: skip
-    assert post(api, "/api/v1/sync", instance="i-1", counters=[counter]).status_code == 200
+    assert post(api, "/api/v1/sync", instance=instance, counters=[counter]).status_code == 200
     return answer
 
 
@@ -74,15 +76,22 @@ def test_the_workers_and_an_sdk_limiters_exchanges_are_logged_and_audit_clean(ap
     assert (limit["mode"], limit["admitted_cost"], limit["exchanges"]) == ("hybrid", 7, len(entries))
 
 
-def test_an_sdk_limiter_that_admitted_more_than_the_others_left_is_found(api, hot, redis_client, key_prefix):
+def test_sdk_limiters_that_admitted_more_than_the_others_left_are_found(api, hot, redis_client, key_prefix):
+    """A count is at most the quantity (what one instance can admit), so it takes two limiters: each reports the
+    whole limit, one admission per exchange, after the worker admitted it all."""
     assert all(post(api, "/api/v1/check").json()["allowed"] for _ in range(5))
     time.sleep(SYNC_MS / 1000 + 0.05)
     hybrid.hybrid_tick()
-    answer = sdk_reports(api, 6)  # 5 + 6 = 11: over 2 instances x 5
+    answer = sdk_reports(api, 1, "i-1")
+    sdk_reports(api, 1, "i-2", answer)
+    for count in range(2, 6):
+        sdk_reports(api, count, "i-1", answer)
+        sdk_reports(api, count, "i-2", answer)
 
     (found,) = audited(redis_client, key_prefix).report.violations
 
+    # 15 reported; the bound is 5 + what each admitted in its last two changes (worker 5, each limiter 2).
     assert (found.kind, found.limit, found.customer, found.observed, found.allowed) == (
-        "over_hybrid_bound", "hot", "acct-1", 11, 10
+        "over_hybrid_bound", "hot", "acct-1", 15, 14
     )  # fmt: skip
     assert f"window starting at {answer['window_start']}" in found.detail
