@@ -19,12 +19,11 @@ store's epoch, shared with check.lua, is later than its previous window's start)
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import secrets
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -36,21 +35,18 @@ from quota_client.hybrid import (
     Exchanged,
     HybridConfig,
     HybridCounter,
-    MemoryPeers,
     Recorded,
     Windows,
     fixed_windows,
 )
 
 from apps.common import metrics
+from apps.enforcement.hybrid_stores import CLOCK, key_layout, peers_for, peers_reset
 from apps.enforcement.recovery import Spending
-from apps.enforcement.redis_clients import is_cluster_url
 from apps.enforcement.seeding import recorded_windows
-from apps.engine import CheckItem, KeyLayout, LimitResult, LimitSpec
-from apps.engine.clock import SystemClock
+from apps.engine import CheckItem, LimitResult, LimitSpec
 from apps.engine.hybrid import RedisPeers, SyncLog, hybrid_key
 from apps.engine.reference.calendar import pick_window, window_bounds
-from apps.engine.store.stored_decisions import StoredDecisions
 from apps.limits.models import Algorithm
 from apps.limits.snapshot import LimitConfig
 
@@ -62,7 +58,6 @@ TICK_S = 0.05  # how often the background exchange looks for counters due (a due
 
 _counters: dict[tuple[LimitConfig, str], Counted] = {}
 _lock = threading.Lock()
-CLOCK = SystemClock()  # the windows' clock (sync.py answers it as now_ms)
 _ticker: threading.Thread | None = None
 
 
@@ -162,7 +157,7 @@ def counter_names(spec: LimitSpec, item: CheckItem) -> tuple[str, str | None]:
     and, for a durable limit, the counter's name in its records (the exact counter's, so a limit switched between
     exact and hybrid counting keeps its records)."""
     prefix = settings.QUOTA_KEY_PREFIX
-    layout = _layout(prefix)
+    layout = key_layout(prefix)
     key = layout.counter_keys(spec, item)[0]
     return hybrid_key(key, prefix), layout.counter_id(key) if spec.durable else None
 
@@ -178,17 +173,11 @@ def exchange_log(limit: LimitConfig, spec: LimitSpec, item: CheckItem) -> SyncLo
     if not (limit.audit or spec.audit):
         return None
     prefix = settings.QUOTA_KEY_PREFIX
-    key = _layout(prefix).counter_keys(spec, item)[0]
+    key = key_layout(prefix).counter_keys(spec, item)[0]
     return SyncLog.of(
         spec, key, prefix=prefix, customer=item.customer, operation=item.operation, sync_ms=limit.sync_ms or 1,
         cap=settings.DECISION_LOG_MAX_PER_SLOT,
     )  # fmt: skip
-
-
-@functools.lru_cache(maxsize=4)
-def _layout(prefix: str) -> KeyLayout:
-    """One layout per prefix: it compiles each limit's key pattern once, not per check."""
-    return KeyLayout(prefix)
 
 
 def _new_counter(limit: LimitConfig, spec: LimitSpec, key: str, record: str | None, item: CheckItem) -> Counted:
@@ -234,58 +223,6 @@ def windows_of(limit: LimitConfig, timezone: str) -> Windows:
     return fixed_windows((limit.period_s or 1) * 1000)
 
 
-_peers_by_retention: dict[int, RedisPeers | MemoryPeers] = {}
-
-
-def peers_for(retention_ms: int) -> RedisPeers | MemoryPeers:
-    """The shared store of the exchanges: the counters' Redis, or this process alone in the embedded default."""
-    peers = _peers_by_retention.get(retention_ms)
-    if peers is None:
-        if settings.COUNTERS_REDIS_URL:
-            epoch_of = _epoch_key_of(settings.QUOTA_KEY_PREFIX, is_cluster_url(settings.COUNTERS_REDIS_URL))
-            peers = RedisPeers(counters_redis(), retention_ms=retention_ms, epoch_key_of=epoch_of)
-        else:
-            peers = MemoryPeers(retention_ms, CLOCK.now_ms)
-        _peers_by_retention[retention_ms] = peers
-    return peers
-
-
-def _epoch_key_of(prefix: str, cluster: bool) -> Callable[[str], str]:
-    """The store's epoch key in a hash's slot: check.lua's on one Redis; on a Redis Cluster the epoch of the
-    hash's tag (ClusterStore's per-customer epoch for a customer's counters)."""
-    if not cluster:
-        epoch = _layout(prefix).epoch_key()
-        return lambda _key: epoch
-    return lambda key: f"{prefix}:epoch:{{{key.split('{', 1)[1].split('}', 1)[0]}}}"
-
-
-def counters_redis() -> Any:
-    """This process's client of the counters' Redis for hybrid exchanges and sync reports (one pool, made once
-    per URL). The hot path's timeout: a request may make an exchange itself (when the background thread is
-    late), and a Redis that does not answer must not hold it; the counter then decides on what it last knew."""
-    return _client(settings.COUNTERS_REDIS_URL, settings.QUOTA_REDIS_TIMEOUT_MS)
-
-
-def stored_decisions() -> StoredDecisions | None:
-    """Where an all-hybrid check remembers its request id: the counters' Redis, in the key and format check.lua
-    uses (hybrid_decide.py); None in the embedded default, which has no Redis."""
-    if not settings.COUNTERS_REDIS_URL:
-        return None
-    return _stored(settings.COUNTERS_REDIS_URL, settings.QUOTA_REDIS_TIMEOUT_MS, settings.QUOTA_KEY_PREFIX)
-
-
-@functools.lru_cache(maxsize=4)
-def _stored(url: str, timeout_ms: int, prefix: str) -> StoredDecisions:
-    return StoredDecisions(_client(url, timeout_ms), _layout(prefix))
-
-
-@functools.lru_cache(maxsize=4)
-def _client(url: str, timeout_ms: int) -> Any:
-    from apps.enforcement.redis_clients import counters_client
-
-    return counters_client(url, timeout_ms)
-
-
 def _result(limit: LimitConfig, counter: HybridCounter, over: bool) -> LimitResult:
     remaining, reset_ms = counter.status()
     shadow = limit.mode == "shadow"
@@ -311,4 +248,4 @@ def _ticker_start() -> None:
 def hybrid_reset() -> None:
     """Forget every counter (tests; a new snapshot keeps them: a limit's config is part of the key)."""
     _counters.clear()
-    _peers_by_retention.clear()
+    peers_reset()

@@ -24,15 +24,8 @@ import time
 from collections.abc import Callable
 
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
-from apps.enforcement.hybrid import (
-    CLOCK,
-    HybridHold,
-    Taken,
-    hybrid_give_back,
-    hybrid_spent,
-    hybrid_take,
-    stored_decisions,
-)
+from apps.enforcement.hybrid import HybridHold, Taken, hybrid_give_back, hybrid_spent, hybrid_take
+from apps.enforcement.hybrid_stores import CLOCK, stored_decisions
 from apps.enforcement.ledger import decision_counts, decision_ledger
 from apps.enforcement.specs import EngineArgs
 from apps.enforcement.store import engine_call

@@ -33,8 +33,9 @@ from redis.exceptions import RedisError
 
 from apps.apikeys.selectors import ApiPrincipal
 from apps.enforcement.fallback.decide import StoreUnavailable
-from apps.enforcement.hybrid import CLOCK as hybrid_clock
-from apps.enforcement.hybrid import RETENTION_WINDOWS, counter_names, exchange_log, peers_for, recorded_of, windows_of
+from apps.enforcement.hybrid import RETENTION_WINDOWS, counter_names, exchange_log, recorded_of, windows_of
+from apps.enforcement.hybrid_stores import CLOCK as hybrid_clock
+from apps.enforcement.hybrid_stores import peers_for
 from apps.enforcement.parsing import MAX_COST, Errors, ParseError, parse_check, text_problem, whole_number
 from apps.enforcement.services import check_resolve
 from apps.enforcement.specs import engine_args, limit_spec_of

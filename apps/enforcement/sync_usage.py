@@ -25,6 +25,7 @@ from django.conf import settings
 from redis.exceptions import RedisError
 
 from apps.enforcement.fallback.decide import StoreUnavailable
+from apps.enforcement.hybrid_stores import CLOCK, counters_redis
 from apps.enforcement.ledger import decision_ledger
 from apps.enforcement.parsing import MAX_COST, Errors, costs_parse, whole_number
 from apps.enforcement.recovery import Spending
@@ -113,15 +114,11 @@ def usage_report(
 def _balances() -> Balances:
     if not settings.COUNTERS_REDIS_URL:
         return _memory_balances()  # the embedded default: this process is the whole store
-    from apps.enforcement.hybrid import counters_redis
-
     return _redis_balances(counters_redis(), settings.QUOTA_KEY_PREFIX)
 
 
 @functools.lru_cache(maxsize=1)
 def _memory_balances() -> UsageBalances:
-    from apps.enforcement.hybrid import CLOCK
-
     return UsageBalances(CLOCK.now_ms)
 
 

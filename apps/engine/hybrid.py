@@ -3,7 +3,7 @@
 The algorithm lives in the SDK (quota_client.hybrid, no Django): the API server and every SDK local limiter run
 the same one. This module is the store side: one atomic hybrid_sync.lua call per exchange, store my counts and
 answer the others', on a hash tagged like the counter it stands for, so it lives in that counter's slot on a
-Redis Cluster. Its reference model is quota_client.hybrid.MemoryPeers.
+Redis Cluster. Its reference model is quota_client.hybrid_store.MemoryPeers.
 
     key: <prefix>:h:{<tag>}:<the rest of the counter key>   (counter keys: keys.py)
 

@@ -1,5 +1,5 @@
 -- hybrid_sync.lua: one instance's exchange for one hybrid counter (seed 004): store my counts, answer the
--- others' sums, in one atomic call. The reference model is quota_client.hybrid.MemoryPeers.exchange.
+-- others' sums, in one atomic call. The reference model is quota_client.hybrid_store.MemoryPeers.exchange.
 --
 -- KEYS[1]: the counter's hash (tagged like the counter, so it lives in the counter's cluster slot). Fields:
 --   <instance>  "<window start>:<count>:<previous window's count>:<seen at>:<base>:<base prev>" (bases: the

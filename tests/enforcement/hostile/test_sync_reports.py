@@ -18,7 +18,7 @@ import redis
 from django.db.models import Sum
 from quota_client.hybrid import MAX_INSTANCES
 
-from apps.enforcement import hybrid
+from apps.enforcement import hybrid, hybrid_stores
 from apps.enforcement.ledger import decision_ledger
 from apps.limits.models import Mode
 from apps.usage.models import UsageMinute
@@ -212,7 +212,7 @@ def test_a_usage_report_answered_503_while_redis_was_paused_is_counted_when_sent
         api = client_with(service_key)
         report = {"sequence": 1, "allowed": 3, "costs": {"requests": 3}}
         assert _sync(api, "a").status_code == 200  # scripts loaded, connections open
-        client = hybrid.counters_redis()
+        client = hybrid_stores.counters_redis()
         _open_connections(client, 4)
         server.signal(signal.SIGSTOP)
         try:
