@@ -22,6 +22,9 @@ def _test_settings(settings) -> None:  # type: ignore[no-untyped-def]
     settings.QUOTA_SNAPSHOT_POLL_S = 0
     # Refused requests are what many tests are about; Django's per-request warning is only noise here.
     logging.getLogger("django.request").setLevel(logging.ERROR)
+    # In-process tests are about decisions, not timeouts: on a busy test machine a slow answer must not become a
+    # degraded one past its script deadline (apps/engine/deadline.py). Tests of timeouts set their own.
+    settings.QUOTA_REDIS_TIMEOUT_MS = 1000
     settings.QUOTA_BOOKKEEPING_FLUSH_S = 0
     settings.QUOTA_LEDGER_FLUSH_S = 0
     settings.QUOTA_HEARTBEAT_S = 0
