@@ -182,14 +182,14 @@ def test_a_new_event_is_due_at_once_and_its_delivery_sent_on_commit(django_captu
     )  # fmt: skip
 
 
-def test_deliveries_have_a_queue_of_their_own_and_every_beat_job_stays_on_the_default_one() -> None:
+def test_deliveries_and_exports_have_queues_of_their_own_and_every_beat_job_stays_on_the_default_one() -> None:
     def queue_of(task_name: str) -> str:
         return celery_app.amqp.router.route({}, task_name)["queue"].name
 
     assert queue_of(alert_event_deliver_task.name) == "deliveries"
     assert {queue_of(job.task) for job in JOBS.values()} == {"celery"}
-    assert queue_of("apps.reports.tasks.export_job_run_task") == "celery"
-    assert set(celery_app.amqp.queues) == {"celery", "deliveries"}  # a worker without -Q consumes both
+    assert queue_of("apps.reports.tasks.export_job_run_task") == "reports"
+    assert set(celery_app.amqp.queues) == {"celery", "deliveries", "reports"}  # a worker without -Q consumes all
 
 
 def test_an_attempt_ends_within_its_time_limits_long_before_it_could_be_taken_for_stopped() -> None:
