@@ -7,11 +7,12 @@ request sends carries its deadline as its last argument, in Redis's clock, and s
 the deadline it writes nothing and answers an error, which the caller takes as a timeout.
 
 The deadline is the earliest moment the client may give up (its socket timeout after the deadline is taken, just
-before sending) less a margin for the answer's way back, in Redis's clock: this host's clock plus the offset to Redis's, measured with TIME (half a round trip of
-error) when a client is first used and again every OFFSET_REFRESH_MS, so a host whose clock is off by minutes still
-sends deadlines Redis reads right. A client without a socket timeout sends 0: no deadline. A call that waits long for a connection before it is sent
-(a burst opening new ones) may reach Redis past its deadline and be refused where it would have just made it: it
-was as close to its timeout as that.
+before sending) less a margin for the answer's way back, in Redis's clock: this host's clock plus the offset to
+Redis's, measured with TIME (half a round trip of error) when a client is first used and again every
+OFFSET_REFRESH_MS, so a host whose clock is off by minutes still sends deadlines Redis reads right. A client without
+a socket timeout sends 0: no deadline. A call that waits long for a connection before it is sent (a burst opening
+new ones) may reach Redis past its deadline and be refused where it would have just made it: it was as close to its
+timeout as that.
 
 refund.lua alone is sent without one: it only gives back what a reservation took, which is right however late.
 """
