@@ -93,9 +93,9 @@ class Deadlines:
 
 def _redis_time(client: Any) -> tuple[int, int]:
     default_node = getattr(client, "get_default_node", None)
-    if default_node is not None:  # a Redis Cluster client: its nodes share one clock, to NTP's precision
-        return client.time(target_nodes=default_node())  # type: ignore[no-any-return]
-    return client.time()  # type: ignore[no-any-return]
+    # A Redis Cluster client asks one node: the nodes share one clock, to NTP's precision.
+    seconds, micros = client.time(target_nodes=default_node()) if default_node is not None else client.time()
+    return int(seconds), int(micros)
 
 
 class DeadlineScript:
