@@ -3,21 +3,17 @@ beat, the deliveries queue on its own), a receiver that accepts and never answer
 second: the usage flush keeps running every second while the deliveries are stuck, and every delivery is counted,
 retried and finally failed, none left pending."""
 
-import io
 import time
 
 import pytest
-from django.core.management import call_command
 from django.utils import timezone
-from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from apps.alerts.models import AlertEvent, Delivery, JobOutcome, RuleKind
 from apps.engine import ManualClock
 from apps.engine.store.redis import RedisStore
 from apps.usage.models import UsageMinute
 from tests.alerts.factories import AlertRuleFactory, JobOutcomeFactory
-from tests.servers import RedisServer
-from tests.support.celery_worker import celery_worker
+from tests.support.celery_worker import beat_every_second, celery_worker, throwaway_broker
 from tests.support.stalling_receiver import StallingReceiver
 from tests.usage.factories import spend
 
@@ -37,20 +33,14 @@ WORKER_ENV = {
 
 @pytest.fixture
 def broker():
-    server = RedisServer().start()
-    yield server.url.rsplit("/", 1)[0] + "/1"
-    server.cleanup()
+    with throwaway_broker() as url:
+        yield url
 
 
 @pytest.fixture
 def every_second(transactional_db):
     """The flush and the alert job every second; the other beat jobs off."""
-    call_command("setup_periodic_tasks", stdout=io.StringIO())
-    interval = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.SECONDS)
-    for task in PeriodicTask.objects.filter(name__in=("flush_usage", "evaluate_alerts")):
-        task.crontab, task.interval = None, interval
-        task.save()
-    PeriodicTask.objects.exclude(name__in=("flush_usage", "evaluate_alerts")).update(enabled=False)
+    beat_every_second("flush_usage", "evaluate_alerts")
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ scheduled jobs and of the queues."""
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import secrets
 import signal
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.servers import repository_root
+from tests.servers import RedisServer, repository_root
 from tests.support import live_server
 
 
@@ -83,3 +84,26 @@ def _stop_group(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+
+
+@contextmanager
+def throwaway_broker() -> Iterator[str]:
+    """A redis-server of its own as the Celery broker (database 1), removed afterwards."""
+    server = RedisServer().start()
+    try:
+        yield server.url.rsplit("/", 1)[0] + "/1"
+    finally:
+        server.cleanup()
+
+
+def beat_every_second(*names: str) -> None:
+    """The beat jobs `names` every second, every other one off (setup_periodic_tasks' rows, rescheduled)."""
+    from django.core.management import call_command
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    call_command("setup_periodic_tasks", stdout=io.StringIO())
+    every_second = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.SECONDS)
+    for task in PeriodicTask.objects.filter(name__in=names):
+        task.crontab, task.interval = None, every_second
+        task.save()
+    PeriodicTask.objects.exclude(name__in=names).update(enabled=False)

@@ -1,17 +1,13 @@
 """A real Celery worker with an embedded beat, scheduled by setup_periodic_tasks, flushes usage into PostgreSQL."""
 
-import io
 import time
 
 import pytest
-from django.core.management import call_command
-from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from apps.engine import ManualClock
 from apps.engine.store.redis import RedisStore
 from apps.usage.models import UsageMinute
-from tests.servers import RedisServer
-from tests.support.celery_worker import celery_worker
+from tests.support.celery_worker import beat_every_second, celery_worker, throwaway_broker
 from tests.usage.factories import spend
 
 WAIT_S = 60
@@ -20,19 +16,13 @@ MINUTE_MS = 60_000
 
 @pytest.fixture
 def broker():
-    server = RedisServer().start()
-    yield server.url.rsplit("/", 1)[0] + "/1"
-    server.cleanup()
+    with throwaway_broker() as url:
+        yield url
 
 
 @pytest.fixture
 def flush_every_second(transactional_db):
-    call_command("setup_periodic_tasks", stdout=io.StringIO())
-    every_second = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.SECONDS)
-    flush = PeriodicTask.objects.get(name="flush_usage")
-    flush.crontab, flush.interval = None, every_second
-    flush.save()
-    PeriodicTask.objects.exclude(name="flush_usage").update(enabled=False)
+    beat_every_second("flush_usage")
 
 
 @pytest.fixture
