@@ -35,10 +35,9 @@ def _concurrency_limit(snapshot: Snapshot, customer: str, name: str) -> LimitCon
     """The concurrency limit `name` that applies to `customer` (its plan's or everyone's); 404 otherwise."""
     config = snapshot.customers.get(customer)
     plan = config.plan if config else None
-    for limits in snapshot.limits_by_operation.values():
-        for limit in limits:
-            if limit.name == name and limit.algorithm == Algorithm.CONCURRENCY and limit.plan in (None, plan):
-                return limit
+    for limit in snapshot.limits_named(name, Algorithm.CONCURRENCY):
+        if limit.plan in (None, plan):
+            return limit
     raise NotFound(
         f"No concurrency limit named {name} applies to this customer; allocations are counted by one.",
         code="unknown_limit",

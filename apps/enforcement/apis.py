@@ -176,7 +176,9 @@ class LeaseRenewApi(ServiceApi):
         parse_path_text("lease_id", lease_id, MAX_LEASE_ID_LENGTH)
         ttl_s = parse_renew(request.data)
         try:
-            expires_at = lease_renew(principal=request_principal(request), lease_id=lease_id, ttl_s=ttl_s)
+            expires_at = lease_renew(
+                principal=request_principal(request), lease_id=lease_id, ttl_s=ttl_s, snapshot=snapshot_current()
+            )
         except SessionTimeExhausted as spent:
             # The error shape as usual, with the Retry-After a client's back-off reads (like a refused check's).
             response = self.handle_exception(spent)

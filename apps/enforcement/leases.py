@@ -38,7 +38,6 @@ from apps.engine.types import SessionTimeSpent
 from apps.limits.models import Algorithm, Mode, StoreFailurePolicy
 from apps.limits.resolution import resolve
 from apps.limits.snapshot import LimitConfig, Snapshot
-from apps.limits.snapshot_holder import snapshot_current
 
 DEFAULT_LEASE_TTL_S = 300
 # Reads the counter key a lease id names; the prefix is never used (an id holds the key without it).
@@ -86,13 +85,8 @@ def _lease_limit(lease_id: str, snapshot: Snapshot) -> LimitConfig | None:
     target = _LEASE_IDS.lease_target(lease_id)
     if target is None:
         return None
-    name = limit_name_of(target[0].split(":", 1)[1])
-    # A renewal is rare next to checks: a scan of the configured limits is cheap enough (as allocations.py's).
-    for limits in snapshot.limits_by_operation.values():
-        for limit in limits:
-            if limit.name == name and limit.algorithm == Algorithm.CONCURRENCY:
-                return limit
-    return None
+    named = snapshot.limits_named(limit_name_of(target[0].split(":", 1)[1]), Algorithm.CONCURRENCY)
+    return named[0] if named else None
 
 
 def _slot_and_others(limits: tuple[LimitConfig, ...], operation: str) -> tuple[LimitConfig, list[LimitConfig]]:
@@ -159,10 +153,10 @@ def _authorize_lease(principal: ApiPrincipal, lease_id: str) -> None:
     principal.authorize(owner)
 
 
-def lease_renew(*, principal: ApiPrincipal, lease_id: str, ttl_s: int | None, snapshot: Snapshot | None = None) -> int:
+def lease_renew(*, principal: ApiPrincipal, lease_id: str, ttl_s: int | None, snapshot: Snapshot) -> int:
     _authorize_lease(principal, lease_id)
     # Held to the cap acquiring is held to (nothing moves when refused): else a renewal outlives the limit's period.
-    ttl = _capped_ttl(ttl_s, _lease_limit(lease_id, snapshot or snapshot_current()))
+    ttl = _capped_ttl(ttl_s, _lease_limit(lease_id, snapshot))
     try:
         expires_at = engine_call(lambda store: store.lease_renew(lease_id, ttl), fallback=_renew_without_store)
     except SessionTimeSpent as spent:

@@ -106,6 +106,16 @@ class Snapshot:
     keys_by_prefix: Mapping[str, KeyConfig] = field(default_factory=dict)
     toggles: Mapping[str, ToggleConfig] = field(default_factory=dict)
 
+    def limits_named(self, name: str, algorithm: str) -> list[LimitConfig]:
+        """The limits of `algorithm` named `name` (one per plan at most), for calls that name a limit rather than
+        an operation (a lease's renewal, an allocation resync): rare next to checks, so a scan."""
+        return [
+            limit
+            for limits in self.limits_by_operation.values()
+            for limit in limits
+            if limit.name == name and limit.algorithm == algorithm
+        ]
+
 
 def _ms(value: datetime | None) -> int | None:
     return None if value is None else int(value.timestamp() * 1000)
