@@ -31,7 +31,6 @@ from apps.enforcement.specs import EngineArgs
 from apps.enforcement.store import engine_call
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, LimitResult
 from apps.engine.store.stored_decisions import StoredDecisions, check_fingerprint
-from apps.usage.services import DecisionCounts
 
 Report = Decision | FallbackDecision
 Reports = tuple[LimitResult, ...]
@@ -54,7 +53,7 @@ def hybrid_decide(item: CheckItem, args: EngineArgs) -> Report:
         hybrid_give_back(hold.taken)
         hybrid = hold.given_back()
     elif not item.dry_run:
-        _spend(item, hold.taken)
+        _spend(hold.taken)
     return dataclasses.replace(exact, limits=_ordered(args, hybrid, exact.limits))
 
 
@@ -104,12 +103,11 @@ def _count(item: CheckItem, allowed: bool, taken: tuple[Taken, ...] = ()) -> Non
         decision_ledger.add(counts, hybrid_spent(taken) if allowed else None)
 
 
-def _spend(item: CheckItem, taken: tuple[Taken, ...]) -> None:
+def _spend(taken: tuple[Taken, ...]) -> None:
     """The records of what a check whose decision Redis counted spent on durable hybrid counters."""
     spending = hybrid_spent(taken)
-    if spending is not None:  # an empty row: usage has the decision already (the ledger skips empty rows)
-        minute = int(time.time() * 1000) // 60_000
-        decision_ledger.add(DecisionCounts(item.customer, item.operation, minute), spending)
+    if spending is not None:  # usage has the decision already: only the records
+        decision_ledger.spend(spending)
 
 
 def _ordered(
@@ -150,7 +148,7 @@ def hybrid_batch(items: list[CheckItem], args: list[EngineArgs], mode: str) -> l
         if not arg.exact:
             _count(item, decision.allowed, hold.taken)  # Redis saw no limit of it, so it did not count it
         elif not refused and not item.dry_run:
-            _spend(item, hold.taken)
+            _spend(hold.taken)
     return [
         dataclasses.replace(
             decision, limits=_ordered(arg, hold.given_back() if refused else hold.results, decision.limits)

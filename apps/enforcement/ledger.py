@@ -83,6 +83,15 @@ class DecisionLedger:
             self._rows.append(counts)
             if spending is not None:
                 self._spending.merge([spending])
+        self._started()
+
+    def spend(self, spending: Spending) -> None:
+        """Record what a decision counted elsewhere (by Redis) spent on durable counters, for the next write."""
+        with self._lock:
+            self._spending.merge([spending])
+        self._started()
+
+    def _started(self) -> None:
         if self._thread is None and settings.QUOTA_LEDGER_FLUSH_S > 0:
             self._start()
 
