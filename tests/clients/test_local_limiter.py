@@ -43,6 +43,7 @@ class SyncPlatform:
         self.sent: list[dict] = []
         self.down = False
         self.refuse = False
+        self.forbid = False
 
     def request(self, method: str, url: str, *, body: bytes | None, headers: Mapping[str, str], timeout_s: float):
         assert (method, url.rsplit("/api/v1", 1)[-1]) == ("POST", "/sync")
@@ -52,6 +53,8 @@ class SyncPlatform:
         self.sent.append(data)
         if self.refuse:
             return error(400, "invalid", fields={"counters": {"0": {"window_start": ["Not a window."]}}})
+        if self.forbid:
+            return error(403, "shared_limit")
         sent = {counter["limit"]: counter for counter in data["counters"]}
         now = self.clock()
         start = now - now % HOUR
@@ -164,6 +167,20 @@ def test_without_any_answer_the_failure_mode_decides_and_asks_again_once_a_secon
 
     assert limiter.try_acquire()
     assert limiter.core.configured
+
+
+def test_a_key_the_platform_refuses_to_sync_is_logged_as_an_error_once(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    platform = SyncPlatform(clock, {"hot": hybrid_limit(50)})
+    platform.forbid = True
+    limiter = limiter_on(platform, failure_mode="closed")
+
+    for _ in range(3):
+        assert not limiter.try_acquire()
+        clock.now += 1000
+
+    errors = [record for record in caplog.records if record.levelname == "ERROR" and "shared_limit" in record.message]
+    assert len(errors) == 1  # a configuration to fix, said once, not a warning about an outage
 
 
 def test_an_unreachable_platform_holds_the_others_counts() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from quota_client.errors import InvalidRequest, PlatformUnavailable, QuotaError
+from quota_client.errors import AccessDenied, InvalidRequest, PlatformUnavailable, QuotaError
 from quota_client.hybrid import Exchanged, HybridConfig, HybridCounter
 
 logger = logging.getLogger("quota_client")
@@ -215,6 +215,12 @@ class LimiterCore:
         if isinstance(error, InvalidRequest):  # e.g. windows the platform does not recognise: start over
             logger.error("The platform refused the local limiter's exchange; starting over: %s", error)
             self.configured, self.counters, self.windows, self.infos, self.single = False, {}, {}, {}, None
+        elif isinstance(error, AccessDenied) and not self.failing:
+            # The key may not sync here (bound to another customer, not allowed the operation, or a limit shared by
+            # several customers: code shared_limit): a configuration to fix, not an outage to wait out.
+            logger.error(
+                "The platform refuses this key's exchanges (%s); use a service-wide key: %s", error.code, error
+            )
         elif not self.failing:
             logger.warning("Local limiter: no exchange with the platform (holding what it knows): %s", error)
         self.failing, self.retry_at = True, self.now_ms() + RETRY_CONFIG_MS
