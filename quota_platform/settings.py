@@ -48,7 +48,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "axes",
     # Ours
-    *(f"apps.{app}" for app in ("common", "customers", "limits", "apikeys", "enforcement", "usage", "toggles")),
+    *(f"apps.{app}" for app in ("common", "api", "customers", "limits", "apikeys", "enforcement", "usage", "toggles")),
     *(f"apps.{app}" for app in ("ops", "reports", "console", "history", "accounts", "quality", "alerts")),
 ]
 
@@ -117,7 +117,8 @@ def _redis_cache(read_timeout_ms: int) -> dict[str, object]:
     }
 
 
-# The engine's batch calls (apps/enforcement/store.py) use the second pool: same Redis, a longer read timeout.
+# The engine's batch calls (apps/enforcement/counters/guarded_store.py) use the second pool: same Redis, a longer
+# read timeout.
 CACHES = (
     {"default": _redis_cache(QUOTA_REDIS_TIMEOUT_MS), "engine-batch": _redis_cache(QUOTA_REDIS_BATCH_TIMEOUT_MS)}
     if REDIS_URL
@@ -180,12 +181,12 @@ STORAGES = {
 
 # ---- REST framework and OpenAPI ------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_RENDERER_CLASSES": ["apps.common.renderers.OrjsonRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["apps.common.renderers.OrjsonParser"],
+    "DEFAULT_RENDERER_CLASSES": ["apps.api.renderers.OrjsonRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["apps.api.renderers.OrjsonParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "UNAUTHENTICATED_USER": None,
-    "EXCEPTION_HANDLER": "apps.common.exception_handlers.error_response_handler",
+    "EXCEPTION_HANDLER": "apps.api.exception_handlers.error_response_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
@@ -201,7 +202,7 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "apps.enforcement.schema.strict_request_bodies",
+        "apps.api.schema.strict_request_bodies",
     ],
 }
 

@@ -4,12 +4,14 @@ test's own key prefix and a ManualClock, keys, a client. Loaded for the whole su
 import pytest
 from rest_framework.test import APIClient
 
+from apps.api import authentication
+from apps.api.authentication import BadKeyGuard
 from apps.apikeys.services import api_key_create
-from apps.enforcement import authentication, hybrid, names
-from apps.enforcement.authentication import BadKeyGuard
-from apps.enforcement.ledger import decision_ledger
-from apps.enforcement.seeding import usage_seeds
-from apps.enforcement.store import engine_store_use
+from apps.enforcement.counters.guarded_store import engine_store_use
+from apps.enforcement.counters.seeding import usage_seeds
+from apps.enforcement.decisions import unknown_names as names
+from apps.enforcement.fallback.ledger import decision_ledger
+from apps.enforcement.hybrid import counting as hybrid
 from apps.engine import ManualClock
 from apps.engine.names import MemoryNameBudget
 from apps.engine.store.redis import RedisStore
@@ -25,7 +27,7 @@ def _forgive_bad_keys(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _no_names_remembered(monkeypatch):
-    """Each test starts with no new name remembered as admitted by this process (enforcement/names.py)."""
+    """Each test starts with no new name remembered as admitted by this process (decisions/unknown_names.py)."""
     monkeypatch.setattr(names, "_remembered", set())
     monkeypatch.setattr(names, "fallback_budget", MemoryNameBudget())
 
@@ -89,7 +91,7 @@ def api(service_key, engine) -> APIClient:
 
 @pytest.fixture
 def own_hybrid_counters(settings, key_prefix):
-    """Hybrid counters (apps/enforcement/hybrid.py) of this test's own: its key prefix, none left from before."""
+    """Hybrid counters (enforcement/hybrid/counting.py) of this test's own: its key prefix, none left from before."""
     settings.QUOTA_KEY_PREFIX = key_prefix
     hybrid.hybrid_reset()
     yield

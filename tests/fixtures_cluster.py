@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from redis.cluster import RedisCluster
 
-from apps.enforcement.redis_clients import counters_client
+from apps.enforcement.counters.redis_clients import counters_client
 from tests.cluster_server import RedisClusterServer, node_client
 from tests.servers import MissingBinary
 

@@ -174,7 +174,8 @@ def redis_error_recorded(kind: str) -> None:
     REDIS_ERRORS.labels(kind=kind if kind in REDIS_ERROR_KINDS else OTHER).inc()
 
 
-# Hybrid counting (apps/enforcement/hybrid.py): exchanges that did not land leave a counter deciding on older counts.
+# Hybrid counting (apps/enforcement/hybrid/counting.py): exchanges that did not land leave a counter deciding on
+# older counts.
 HYBRID_EXCHANGES = Counter("quota_hybrid_exchanges", "Hybrid counting's exchanges with Redis, by outcome.", ["outcome"])
 
 

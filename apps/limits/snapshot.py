@@ -44,7 +44,7 @@ class LimitConfig:
     mode: str
     on_store_failure: str
     plan: str | None
-    sync_ms: int | None = None  # None: exact; else hybrid counting (apps/enforcement/hybrid.py)
+    sync_ms: int | None = None  # None: exact; else hybrid counting (apps/enforcement/hybrid/counting.py)
     audit: bool = False  # every decision on it is logged (apps/engine/decision_log.py)
 
     @property

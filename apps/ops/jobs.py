@@ -21,11 +21,11 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from apps.alerts.services.job_outcomes import job_outcome_record
+from apps.enforcement.counters.guarded_store import engine_store
+from apps.enforcement.counters.recovery import counters_reconcile
+from apps.enforcement.decisions.specs import counter_reach_ms
 from apps.enforcement.fallback import fallback_purge
-from apps.enforcement.ledger import decision_ledger
-from apps.enforcement.recovery import counters_reconcile
-from apps.enforcement.specs import counter_reach_ms
-from apps.enforcement.store import engine_store
+from apps.enforcement.fallback.ledger import decision_ledger
 from apps.limits.services import limits_purge_expired
 from apps.ops.readiness import readiness_report
 from apps.usage.services import usage_flush, usage_purge, usage_rollup

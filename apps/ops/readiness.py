@@ -23,7 +23,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from apps.enforcement.redis_clients import COUNTERS_ERRORS, counters_client, is_cluster_url
+from apps.enforcement.counters.redis_clients import COUNTERS_ERRORS, counters_client, is_cluster_url
 from apps.limits.snapshot_holder import config_snapshot_state
 
 logger = logging.getLogger(__name__)

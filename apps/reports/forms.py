@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from apps.enforcement.parsing import MAX_CUSTOMER_LENGTH, MAX_OPERATION_LENGTH
+from apps.enforcement.decisions.parsing import MAX_CUSTOMER_LENGTH, MAX_OPERATION_LENGTH
 from apps.reports.exports import FORMATS
 from apps.reports.filters import API_KEY_LENGTH, MAX_NAMES, SERVICE_LENGTH, UsageFilters
 

@@ -1,5 +1,5 @@
 """GET /api/v1/usage in the API docs: a description for callers, examples of a JSON page and a CSV answer, and
-the error answers from the one shared place (apps.enforcement.schema_docs.errors)."""
+the error answers from the one shared place (apps.api.schema_errors)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiExample
 
-from apps.enforcement.schema_docs.errors import error_example, error_response, error_responses
+from apps.api.schema_errors import error_example, error_response, error_responses
 
 ROW = {
     "customer": "acct-1",

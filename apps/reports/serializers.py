@@ -11,8 +11,8 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.common.validators import plain_text
-from apps.enforcement import parsing
-from apps.enforcement.serializers import text_field
+from apps.enforcement.decisions import parsing
+from apps.enforcement.decisions.serializers import text_field
 from apps.reports.exports.columns import COLUMN_DOCS
 from apps.reports.filters import API_KEY_LENGTH, MAX_NAMES, SERVICE_LENGTH
 from apps.reports.selectors import MAX_RANGE, Position

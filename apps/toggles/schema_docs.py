@@ -1,9 +1,9 @@
 """The toggles API's answers in the docs: its serializers' 200 and 304, and the error answers from the one
-shared place (apps.enforcement.schema_docs.errors), with what each means for a reader of toggles."""
+shared place (apps.api.schema_errors), with what each means for a reader of toggles."""
 
 from __future__ import annotations
 
-from apps.enforcement.schema_docs.errors import error_example, error_response
+from apps.api.schema_errors import error_example, error_response
 from apps.toggles import serializers
 
 CONFIG_UNAVAILABLE = error_example(

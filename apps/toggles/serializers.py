@@ -5,7 +5,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema_field
 from rest_framework import serializers
 
-from apps.enforcement.serializers import ErrorSerializer
+from apps.api.schema_errors import ErrorSerializer
 
 
 @extend_schema_field(OpenApiTypes.ANY)

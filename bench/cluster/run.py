@@ -33,7 +33,7 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from apps.enforcement.redis_clients import counters_client  # noqa: E402
+from apps.enforcement.counters.redis_clients import counters_client  # noqa: E402
 from apps.engine import CheckItem, LimitSpec  # noqa: E402
 from apps.engine.store.cluster import ClusterStore  # noqa: E402
 from apps.engine.store.redis import RedisStore  # noqa: E402

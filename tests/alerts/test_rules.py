@@ -10,7 +10,7 @@ from django.core import mail
 
 from apps.alerts.models import AlertEvent, AlertRule, EventKind, JobOutcome, RuleKind
 from apps.alerts.services.evaluation import alerts_evaluate
-from apps.enforcement.store import engine_store_use
+from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.engine.store.redis import RedisStore
 from apps.ops.jobs import JOBS, evaluate_alerts, job_run
 from apps.usage.models import UsageMinute

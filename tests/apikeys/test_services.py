@@ -6,8 +6,8 @@ import datetime as dt
 import pytest
 from prometheus_client import REGISTRY
 
+from apps.api.authentication import last_used_recorder
 from apps.apikeys.models import ApiKey
-from apps.enforcement.authentication import last_used_recorder
 from tests.apikeys.factories import ApiKeyFactory
 
 pytestmark = pytest.mark.django_db

@@ -44,7 +44,7 @@ def test_the_traffic_page_draws_readable_charts_at_1366_px_and_refreshes_itself(
     page.set_viewport_size(LAPTOP)
     admin_login(page, browser_server.url, "operator", OPERATOR_PASSWORD)
 
-    page.goto(f"{browser_server.url}/admin/customers/customer/traffic/?range=hour&refresh_s=2")
+    page.goto(f"{browser_server.url}/admin/console/traffic/?range=hour&refresh_s=2")
 
     assert page.locator("h2#platform").inner_text() == "Whole platform: 504 checks in the last hour"
     assert page.locator('svg.usage-chart polyline[data-series="allowed"]').first.is_visible()

@@ -5,7 +5,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from apps.customers.models import Customer
-from apps.enforcement.services import unknown_customers
+from apps.enforcement.decisions.services import unknown_customers
 from tests.customers.factories import CustomerFactory
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from apps.enforcement import heartbeat  # noqa: E402
+from apps.enforcement.fallback import heartbeat  # noqa: E402
 
 heartbeat.heartbeat_start()
 print(heartbeat.instance_name(), flush=True)

@@ -3,7 +3,7 @@ a valid key never is, whatever was sent before it from the same address."""
 
 import pytest
 
-from apps.enforcement.authentication import BadKeyGuard
+from apps.api.authentication import BadKeyGuard
 from tests.api_fixtures import client_with
 
 ADDRESS, PREFIX = "198.51.100.1", "qp_0badc0de"

@@ -1,10 +1,10 @@
-"""The forwarded path's canonical spelling (apps/enforcement/paths.py): examples, refusals and properties."""
+"""The forwarded path's canonical spelling (apps/enforcement/gateway/paths.py): examples, refusals and properties."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apps.enforcement.paths import UNRESERVED, PathRefused, path_normalize
+from apps.enforcement.gateway.paths import UNRESERVED, PathRefused, path_normalize
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from apps.enforcement.authz import _routes
+from apps.enforcement.gateway.authz import _routes
 from tests.limits.factories import LimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,6 +1,6 @@
 """The circuit breaker, driven by an injected clock."""
 
-from apps.enforcement.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
+from apps.enforcement.counters.breaker import CLOSED, HALF_OPEN, OPEN, CircuitBreaker
 
 
 class Clock:

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from apps.enforcement import store
-from apps.enforcement.breaker import OPEN, CircuitBreaker
-from apps.enforcement.store import engine_store_use
+from apps.enforcement.counters import guarded_store as store
+from apps.enforcement.counters.breaker import OPEN, CircuitBreaker
+from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, StoreFailurePolicy
 from tests.api_fixtures import client_with

@@ -1,6 +1,6 @@
 from dataclasses import dataclass
 
-from apps.enforcement.headers import most_restrictive, ratelimit_headers, retry_after_header
+from apps.enforcement.decisions.headers import most_restrictive, ratelimit_headers, retry_after_header
 
 
 @dataclass

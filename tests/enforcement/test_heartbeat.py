@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from apps.enforcement import heartbeat
+from apps.enforcement.fallback import heartbeat
 from apps.enforcement.models import InstanceHeartbeat
 from tests.support import live_server
 

@@ -1,12 +1,13 @@
-"""Limits with sync_ms through the API: decided by this process (hybrid counting, enforcement/hybrid.py), all or
-nothing beside exact limits, reported as `mode: hybrid`, and counted in usage once; real Redis and PostgreSQL."""
+"""Limits with sync_ms through the API: decided by this process (hybrid counting,
+enforcement/hybrid/counting.py), all or nothing beside exact limits,
+reported as `mode: hybrid`, and counted in usage once; real Redis and PostgreSQL."""
 
 from __future__ import annotations
 
 import pytest
 from django.db.models import Sum
 
-from apps.enforcement.ledger import decision_ledger
+from apps.enforcement.fallback.ledger import decision_ledger
 from apps.limits.models import Algorithm
 from apps.usage.models import UsageMinute
 from apps.usage.services import usage_flush

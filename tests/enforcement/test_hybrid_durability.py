@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from apps.enforcement import hybrid
-from apps.enforcement.ledger import decision_ledger
-from apps.enforcement.specs import limit_spec_of
+from apps.enforcement.decisions.specs import limit_spec_of
+from apps.enforcement.fallback.ledger import decision_ledger
+from apps.enforcement.hybrid import counting as hybrid
 from apps.engine import CheckItem
 from apps.limits.snapshot_holder import snapshot_current
 from apps.usage.models import CounterRecord

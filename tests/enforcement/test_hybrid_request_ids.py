@@ -12,10 +12,10 @@ import pytest
 from django.db.models import Sum
 
 from apps.apikeys.services import api_key_prefix_of
-from apps.enforcement import store
-from apps.enforcement.breaker import CircuitBreaker
-from apps.enforcement.ledger import decision_ledger
-from apps.enforcement.services import decide
+from apps.enforcement.counters import guarded_store as store
+from apps.enforcement.counters.breaker import CircuitBreaker
+from apps.enforcement.decisions.services import decide
+from apps.enforcement.fallback.ledger import decision_ledger
 from apps.engine import CheckItem, LimitSpec
 from apps.engine.store.stored_decisions import check_fingerprint, stored_replay, stored_text
 from apps.limits.models import Algorithm, Limit

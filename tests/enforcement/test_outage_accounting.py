@@ -5,12 +5,12 @@ the outage is a client pointed at a port nobody listens on."""
 import pytest
 import redis
 
-from apps.enforcement import store
-from apps.enforcement.breaker import CircuitBreaker
-from apps.enforcement.ledger import decision_ledger
+from apps.enforcement.counters import guarded_store as store
+from apps.enforcement.counters.breaker import CircuitBreaker
+from apps.enforcement.counters.guarded_store import engine_store_use
+from apps.enforcement.counters.seeding import usage_seeds
+from apps.enforcement.fallback.ledger import decision_ledger
 from apps.enforcement.models import FallbackRequest
-from apps.enforcement.seeding import usage_seeds
-from apps.enforcement.store import engine_store_use
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, RuleAction, StoreFailurePolicy
 from apps.usage.models import COUNTERS, UsageMinute

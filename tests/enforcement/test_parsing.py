@@ -2,14 +2,14 @@
 
 import pytest
 
-from apps.enforcement.lease_parsing import ALLOCATION, parse_allocations, parse_lease
-from apps.enforcement.parsing import (
+from apps.enforcement.decisions.parsing import (
     MAX_BATCH_ITEMS,
     BatchTooLarge,
     ParseError,
     parse_batch,
     parse_check,
 )
+from apps.enforcement.leases.parsing import ALLOCATION, parse_allocations, parse_lease
 from apps.engine import CheckItem
 
 VALID = {"customer": "acct-1", "operation": "PutRecords"}

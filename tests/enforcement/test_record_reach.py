@@ -2,8 +2,8 @@
 
 import pytest
 
-from apps.enforcement.specs import counter_reach_ms, limit_spec_of
-from apps.enforcement.store import engine_store_use
+from apps.enforcement.counters.guarded_store import engine_store_use
+from apps.enforcement.decisions.specs import counter_reach_ms, limit_spec_of
 from apps.engine import CheckItem, KeyLayout
 from apps.engine.durability import reach_ms
 from apps.engine.store.redis import RedisStore

@@ -6,7 +6,7 @@ import redis
 from redis.cluster import RedisCluster
 from redis.exceptions import ClusterCrossSlotError, RedisClusterException
 
-from apps.enforcement.redis_clients import (
+from apps.enforcement.counters.redis_clients import (
     CLUSTER_RETRIES,
     COUNTERS_ERRORS,
     cluster_nodes,

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from apps.enforcement.specs import limit_spec_of
+from apps.enforcement.decisions.specs import limit_spec_of
 from apps.limits.models import Algorithm, Mode
 from apps.limits.snapshot import LimitConfig
 from apps.usage.services import usage_flush

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from apps.enforcement.seeding import usage_seeds
-from apps.enforcement.store import engine_store_use
+from apps.enforcement.counters.guarded_store import engine_store_use
+from apps.enforcement.counters.seeding import usage_seeds
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm
 from apps.usage.models import UsageMinute

@@ -6,8 +6,8 @@ import time
 import pytest
 import redis
 
-from apps.enforcement import store as store_module
-from apps.enforcement.store import engine_store, engine_store_use, usage_flusher_start
+from apps.enforcement.counters import guarded_store as store_module
+from apps.enforcement.counters.guarded_store import engine_store, engine_store_use, usage_flusher_start
 from apps.engine import CheckItem, LimitSpec, ManualClock, MemoryStore
 from apps.engine.store.cluster import ClusterStore
 from apps.engine.store.redis import RedisStore

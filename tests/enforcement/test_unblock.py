@@ -1,5 +1,5 @@
 """Unblocking a customer resets one limit's counters for that customer only, and is recorded in the history.
-Also the reading side it builds on (apps/enforcement/inspection.py): which keys belong to a limit, leases held."""
+Also the reading side it builds on (enforcement/counters/inspection.py): which keys belong to a limit, leases held."""
 
 import datetime as dt
 
@@ -7,15 +7,15 @@ import pytest
 from django.utils import timezone
 
 from apps.enforcement import fallback
-from apps.enforcement.inspection import (
+from apps.enforcement.counters.inspection import (
     customer_counter_keys,
     customer_limit_states,
     leases_held,
     snapshot_fresh,
 )
+from apps.enforcement.counters.unblock import CannotUnblock, customer_limit_unblock
+from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.models import FallbackCounter
-from apps.enforcement.specs import limit_spec_of
-from apps.enforcement.unblock import CannotUnblock, customer_limit_unblock
 from apps.engine import CheckItem, MemoryStore
 from apps.history.models import ChangeEvent
 from apps.limits.models import Algorithm

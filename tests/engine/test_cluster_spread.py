@@ -15,7 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
-from apps.enforcement.redis_clients import counters_client
+from apps.enforcement.counters.redis_clients import counters_client
 from apps.engine import CheckItem, Decision, LimitSpec, ManualClock, MemoryStore
 from apps.engine.store.cluster import ClusterStore
 from tests.engine.conftest import START_MS

@@ -3,7 +3,7 @@ engine's LimitSpec, whose decisions the store then writes to the decision log.""
 
 import pytest
 
-from apps.enforcement.specs import limit_spec_of
+from apps.enforcement.decisions.specs import limit_spec_of
 from apps.limits.config_io import config_export
 from apps.limits.models import Limit
 from apps.limits.snapshot import snapshot_build, snapshot_from_json, snapshot_to_json

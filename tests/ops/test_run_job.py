@@ -7,7 +7,7 @@ import time
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.enforcement.store import engine_store_use
+from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.engine import ManualClock
 from apps.engine.keys import KeyLayout
 from apps.engine.store.redis import RedisStore

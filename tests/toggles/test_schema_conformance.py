@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.internal import lambda_sources
 from schemathesis import GenerationMode
 
-from apps.enforcement import authentication
-from apps.enforcement.authentication import BadKeyGuard
+from apps.api import authentication
+from apps.api.authentication import BadKeyGuard
 from tests.toggles.factories import FeatureToggleFactory
 
 TOGGLE_PATHS = {"/api/v1/toggles", "/api/v1/toggles/{name}"}

@@ -14,9 +14,9 @@ from django.db.models import Sum
 from django.db.models.functions import Coalesce
 
 from apps.alerts.models import AlertEvent, AlertRule, JobOutcome, RuleKind
-from apps.enforcement.breaker import CLOSED
-from apps.enforcement.inspection import CountersUnavailable, customers_limit_states
-from apps.enforcement.store import breaker_for
+from apps.enforcement.counters.breaker import CLOSED
+from apps.enforcement.counters.guarded_store import breaker_for
+from apps.enforcement.counters.inspection import CountersUnavailable, customers_limit_states
 from apps.usage.models import UsageHour, UsageMinute
 
 STORE_SUBJECT = "counter store"

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from apps.enforcement.counters.recovery import Spending
+from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.models import FallbackCounter
-from apps.enforcement.recovery import Spending
-from apps.enforcement.specs import limit_spec_of
 from apps.engine import CheckItem, KeyLayout, LimitResult, LimitSpec, window_bounds
 from apps.engine.durability import record_bucket
 from apps.engine.reference.base import Params

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from apps.enforcement import heartbeat
-from apps.enforcement.specs import limit_spec_of
+from apps.enforcement.decisions.specs import limit_spec_of
+from apps.enforcement.fallback import heartbeat
 from apps.engine import CheckItem, Decision, LimitSpec, MemoryStore
 from apps.limits.snapshot import LimitConfig
 

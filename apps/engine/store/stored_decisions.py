@@ -3,7 +3,7 @@
 check.lua stores a check's decision under its idempotency key (keys.py) for IDEMPOTENCY_TTL_MS as
 "<decided at ms>|<the answer array, comma-separated>|<descriptor>", the descriptor being
 "<lease id>|<limits JSON [[name, algorithm, unit, quantity, shadow], ...]>|<fingerprint>" (store/args.py). A check
-whose limits are all hybrid is decided in the API process, never by the script (apps/enforcement/hybrid_decide.py);
+whose limits are all hybrid is decided in the API process, never by the script (apps/enforcement/hybrid/decide.py);
 `StoredDecisions` lets it remember its request id in the same key and format, so either path replays what the other
 stored: a GET before deciding (`recall`), then one small script storing the decision unless another one got there
 first (`remember`, SET NX semantics with check.lua's age rule). The decoding is also RedisStore's (redis.py).

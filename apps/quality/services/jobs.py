@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
-from apps.enforcement.redis_clients import counters_client
+from apps.enforcement.counters.redis_clients import counters_client
 from apps.quality.services.drain import DrainReport, decision_log_drain
 from apps.quality.services.losses import LossReport, log_losses_check
 

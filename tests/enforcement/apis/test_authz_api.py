@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from apps.enforcement.authz import _routes
+from apps.enforcement.gateway.authz import _routes
 from tests.api_fixtures import client_with
 from tests.limits.factories import LimitFactory, OperationFactory
 

@@ -4,10 +4,10 @@ import pytest
 import redis
 
 from apps.apikeys.services import api_key_create
-from apps.enforcement import store
-from apps.enforcement.breaker import CircuitBreaker
+from apps.enforcement.counters import guarded_store as store
+from apps.enforcement.counters.breaker import CircuitBreaker
+from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.enforcement.models import FallbackCounter
-from apps.enforcement.store import engine_store_use
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import StoreFailurePolicy
 from tests.api_fixtures import client_with

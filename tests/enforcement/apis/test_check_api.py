@@ -4,7 +4,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from apps.customers.models import Customer
-from apps.enforcement.services import unknown_customers
+from apps.enforcement.decisions.services import unknown_customers
 from apps.limits.models import Algorithm, Mode, RuleAction
 from tests.api_fixtures import client_with
 from tests.customers.factories import CustomerFactory

@@ -3,10 +3,10 @@ HTTP stack (APIClient), real Redis and PostgreSQL; and what it prepares once per
 
 import pytest
 
+from apps.api.views import ServiceApi
 from apps.apikeys.selectors import KeyConfig, api_principal_of_key
 from apps.apikeys.services import api_key_hash
-from apps.enforcement.service_api import ServiceApi
-from apps.enforcement.specs import engine_args
+from apps.enforcement.decisions.specs import engine_args
 from apps.limits.resolution import limits_of_plan, resolve
 from apps.reports.apis import UsageListApi
 from tests.enforcement.apis.test_check_api import check, daily_limit  # noqa: F401 - fixture

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.internal import lambda_sources
 from schemathesis import GenerationMode
 
-from apps.enforcement import authentication
-from apps.enforcement.authentication import BadKeyGuard
+from apps.api import authentication
+from apps.api.authentication import BadKeyGuard
 from tests.limits.factories import LimitFactory, OperationFactory
 
 REFUSALS = {400, 401, 403, 404, 413}

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from apps.enforcement import hybrid
+from apps.enforcement.hybrid import counting as hybrid
 from apps.limits.models import Algorithm, RuleAction
 from tests.api_fixtures import client_with
 from tests.customers.factories import CustomerFactory
@@ -230,7 +230,7 @@ def test_a_deny_rule_is_answered_as_the_access_rule_with_no_limits(api, hot) -> 
 def usage_totals() -> dict:
     from django.db.models import Sum
 
-    from apps.enforcement.ledger import decision_ledger
+    from apps.enforcement.fallback.ledger import decision_ledger
     from apps.usage.models import UsageMinute
 
     decision_ledger.flush()

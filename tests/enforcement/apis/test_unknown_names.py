@@ -5,8 +5,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from apps.customers.models import Customer
-from apps.enforcement import names
-from apps.enforcement.services import unknown_customers
+from apps.enforcement.decisions import unknown_names as names
+from apps.enforcement.decisions.services import unknown_customers
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory, OperationFactory
 

@@ -12,9 +12,9 @@ from collections import Counter
 import pytest
 from django.db.models import Sum
 
-from apps.enforcement.redis_clients import counters_client
-from apps.enforcement.seeding import usage_seeds
-from apps.enforcement.specs import counter_reach_ms
+from apps.enforcement.counters.redis_clients import counters_client
+from apps.enforcement.counters.seeding import usage_seeds
+from apps.enforcement.decisions.specs import counter_reach_ms
 from apps.engine.store.cluster import ClusterStore
 from apps.usage.models import CounterRecord, UsageMinute
 from apps.usage.services import usage_flush

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from apps.apikeys.services import api_key_create
-from apps.enforcement.lease_parsing import MAX_HELD
+from apps.enforcement.leases.parsing import MAX_HELD
 from apps.limits.models import Algorithm
 from tests.api_fixtures import client_with
 from tests.apikeys.factories import ServiceFactory

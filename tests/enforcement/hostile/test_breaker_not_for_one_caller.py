@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from apps.enforcement import store
-from apps.enforcement.breaker import CLOSED
+from apps.enforcement.counters import guarded_store as store
+from apps.enforcement.counters.breaker import CLOSED
 from apps.limits.models import StoreFailurePolicy
 from tests.limits.factories import LimitFactory, OperationFactory
 

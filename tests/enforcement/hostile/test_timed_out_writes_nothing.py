@@ -15,10 +15,10 @@ import pytest
 import redis
 from django.db import connection
 
-from apps.enforcement import store
-from apps.enforcement.breaker import CircuitBreaker
-from apps.enforcement.ledger import decision_ledger
-from apps.enforcement.store import engine_store_use
+from apps.enforcement.counters import guarded_store as store
+from apps.enforcement.counters.breaker import CircuitBreaker
+from apps.enforcement.counters.guarded_store import engine_store_use
+from apps.enforcement.fallback.ledger import decision_ledger
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, StoreFailurePolicy
 from tests.api_fixtures import client_with

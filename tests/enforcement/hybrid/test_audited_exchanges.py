@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from apps.enforcement import hybrid
+from apps.enforcement.hybrid import counting as hybrid
 from apps.engine.decision_log import log_key
 from apps.limits.models import Algorithm
 from apps.quality.models import DecisionEvent

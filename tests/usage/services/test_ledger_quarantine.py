@@ -4,8 +4,8 @@ customer) is quarantined and leaves the ledger; the others are written, and the 
 import pytest
 from prometheus_client import REGISTRY
 
-from apps.enforcement.ledger import decision_ledger
-from apps.enforcement.recovery import Spending
+from apps.enforcement.counters.recovery import Spending
+from apps.enforcement.fallback.ledger import decision_ledger
 from apps.usage.models import CounterRecord, QuarantinedUsage, RollupMark, UsageMinute
 from apps.usage.services import DecisionCounts
 

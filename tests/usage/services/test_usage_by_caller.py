@@ -9,10 +9,10 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apps.enforcement import store
-from apps.enforcement.breaker import CircuitBreaker
-from apps.enforcement.ledger import decision_ledger
-from apps.enforcement.store import engine_store_use
+from apps.enforcement.counters import guarded_store as store
+from apps.enforcement.counters.breaker import CircuitBreaker
+from apps.enforcement.counters.guarded_store import engine_store_use
+from apps.enforcement.fallback.ledger import decision_ledger
 from apps.engine import CheckItem, InvalidCheck, LimitSpec
 from apps.engine.keys import KeyLayout
 from apps.engine.store.redis import RedisStore

@@ -1,0 +1,37 @@
+"""PUT /api/v1/customers/{customer}/allocations/{limit}: a service's own count of live objects (allocations.py)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.api.authentication import request_principal
+from apps.enforcement.api_base import EnforcementApi
+from apps.enforcement.decisions import serializers
+from apps.enforcement.decisions.parsing import MAX_CUSTOMER_LENGTH, MAX_LIMIT_NAME_LENGTH, parse_path_text
+from apps.enforcement.leases import schema_docs as lease_docs
+from apps.enforcement.leases.allocations import allocations_set
+from apps.enforcement.leases.parsing import parse_allocations
+from apps.limits.snapshot_holder import snapshot_current
+
+
+class AllocationsSetApi(EnforcementApi):
+    @extend_schema(
+        parameters=[serializers.CUSTOMER_PATH, serializers.LIMIT_PATH],
+        request=serializers.AllocationsInputSerializer,
+        **lease_docs.ALLOCATIONS,
+    )
+    def put(self, request: Request, customer: str, limit: str) -> Response:
+        parse_path_text("customer", customer, MAX_CUSTOMER_LENGTH)
+        parse_path_text("limit", limit, MAX_LIMIT_NAME_LENGTH)
+        held, resource = parse_allocations(request.data)
+        body = allocations_set(
+            principal=request_principal(request),
+            customer=customer,
+            limit_name=limit,
+            held=held,
+            resource=resource,
+            snapshot=snapshot_current(),
+        )
+        return Response(body)

@@ -1,0 +1,94 @@
+"""Allocation quotas (seed 002's scenario 3: objects created and never deleted, the database as counter).
+
+A lease acquired with `"ttl_s": null` is an allocation: it holds a slot of its concurrency limit until it is
+released. A service that counts its live objects in its own database resynchronizes the count now and then
+(after a crash that lost a release, or to seed the quota of objects that predate it): allocations_set makes
+the customer hold exactly that many allocations in the counter, adding placeholders or dropping its allocations
+(placeholders first; engine reference/concurrency.resync). Leases that expire are left as they are.
+
+A resync is state the caller reports, not a decision the limit bounds, so it is held to the trust boundary:
+- it moves only the named customer's own allocations, also on a counter several customers share;
+- `held` is at most the limit's quantity for the customer (422 held_over_quantity) and at most MAX_HELD (400), and
+  one resync adds or drops at most MAX_RESYNC_CHANGES (422 resync_too_large), so its Redis work stays a few ms;
+- a key bound to a customer may not resync a limit shared by several customers (403 shared_limit): its
+  placeholders would take slots that the others' decisions count, past what an acquire (bounded by the limit) could.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from apps.apikeys.selectors import ApiPrincipal
+from apps.common.exceptions import NotFound, Unprocessable
+from apps.enforcement.counters.guarded_store import engine_call
+from apps.enforcement.decisions.specs import limit_spec_of
+from apps.enforcement.fallback import StoreUnavailable
+from apps.engine import CheckItem, ResyncTooLarge
+from apps.engine.reference.concurrency import MAX_RESYNC_CHANGES
+from apps.limits.models import Algorithm
+from apps.limits.resolution import limit_effective
+from apps.limits.snapshot import LimitConfig, Snapshot
+
+
+def _concurrency_limit(snapshot: Snapshot, customer: str, name: str) -> LimitConfig:
+    """The concurrency limit `name` that applies to `customer` (its plan's or everyone's); 404 otherwise."""
+    config = snapshot.customers.get(customer)
+    plan = config.plan if config else None
+    for limit in snapshot.limits_named(name, Algorithm.CONCURRENCY):
+        if limit.plan in (None, plan):
+            return limit
+    raise NotFound(
+        f"No concurrency limit named {name} applies to this customer; allocations are counted by one.",
+        code="unknown_limit",
+    )
+
+
+def _held_within_quantity(held: int, effective: LimitConfig) -> None:
+    if held > effective.quantity:
+        raise Unprocessable(
+            f"held is {held}, more than limit {effective.name} allows this customer ({effective.quantity}).",
+            code="held_over_quantity",
+            fields={"held": [f"At most {effective.quantity}, the limit's quantity for this customer."]},
+        )
+
+
+def allocations_set(
+    *, principal: ApiPrincipal, customer: str, limit_name: str, held: int, resource: str, snapshot: Snapshot
+) -> dict[str, Any]:
+    """Make `customer`'s counter of concurrency limit `limit_name` (for `resource`, when the limit is keyed by
+    it) hold exactly `held` allocations. Raises NotFound, Forbidden (a key bound to another customer or not
+    allowed the limit's operation) before anything moves, StoreUnavailable (503) without Redis."""
+    principal.authorize(customer)
+    limit = _concurrency_limit(snapshot, customer, limit_name)
+    principal.authorize(customer, limit.operation)
+    principal.authorize_shared_report(limit.name, limit.shared_across_customers)
+    overrides = snapshot.overrides_by_customer.get(customer, ())
+    effective = limit_effective(limit, overrides, resource=resource, now_ms=time.time_ns() // 1_000_000) or limit
+    _held_within_quantity(held, effective)
+    config = snapshot.customers.get(customer)
+    item = CheckItem(
+        customer=customer,
+        operation=limit.operation,
+        resource=resource,
+        timezone=config.timezone if config else "UTC",
+        service=principal.service,
+        api_key=principal.prefix,
+    )
+    spec = limit_spec_of(effective)
+
+    def without_store() -> int:
+        raise StoreUnavailable("The counter store is unreachable, so the allocations cannot be set now; retry shortly.")
+
+    try:
+        before = engine_call(
+            lambda store: store.allocations_set(item, spec, held), fallback=without_store, customer=customer
+        )
+    except ResyncTooLarge:
+        raise Unprocessable(
+            f"This resync would add or drop more than {MAX_RESYNC_CHANGES} allocations at once; nothing was changed. "
+            "Release allocations, or resync in steps of at most that many.",
+            code="resync_too_large",
+            fields={"held": [f"Within {MAX_RESYNC_CHANGES} of what the customer holds now."]},
+        ) from None
+    return {"customer": customer, "limit": limit.name, "held": held, "previous": before, "quantity": effective.quantity}
