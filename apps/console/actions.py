@@ -19,8 +19,8 @@ from django.utils import timezone
 from apps.common.exceptions import ApplicationError
 from apps.console.customer_page import config_phrase
 from apps.customers.models import Customer
-from apps.enforcement.inspection import snapshot_fresh
-from apps.enforcement.unblock import customer_limit_unblock
+from apps.enforcement.counters.inspection import snapshot_fresh
+from apps.enforcement.counters.unblock import customer_limit_unblock
 from apps.limits.models import Limit, Operation, RuleAction
 from apps.limits.quick_actions import (
     BOOST_FACTORS,

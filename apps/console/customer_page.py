@@ -27,7 +27,7 @@ from apps.console.charts import (
 )
 from apps.console.monopolization import FORMULA, MonopolizationScore, dimension_of, monopolization_score
 from apps.customers.models import Customer
-from apps.enforcement.inspection import CountersUnavailable, LimitState, customer_limit_states
+from apps.enforcement.counters.inspection import CountersUnavailable, LimitState, customer_limit_states
 from apps.limits.models import Algorithm, Limit
 from apps.limits.snapshot import LimitConfig
 from apps.limits.summaries import amount_phrase, key_phrase, period_phrase

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apps.enforcement.inspection import LimitState
+from apps.enforcement.counters.inspection import LimitState
 from apps.limits.models import Algorithm
 
 SESSIONS, OPENINGS, SESSION_TIME = "sessions", "openings", "session time"

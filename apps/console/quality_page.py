@@ -273,7 +273,7 @@ def quality_context(run: AuditRun, raw_scope: str | None) -> dict[str, Any]:
 
 
 def quality_view(request: HttpRequest) -> HttpResponse:
-    """The page (admin:customers_customer_quality); ?run=<id> picks the audit run, ?scope=customer:<id> or
+    """The page (console:quality); ?run=<id> picks the audit run, ?scope=customer:<id> or
     group:<plan> the customer or group charted."""
     context: dict[str, Any] = {**admin.site.each_context(request), "title": "Quality: audits of the decision log"}
     if not request.user.has_perm(VIEW_PERMISSION):

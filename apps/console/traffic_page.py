@@ -1,6 +1,6 @@
-"""The platform traffic page (admin:customers_customer_traffic): checks per second allowed, denied and degraded
+"""The platform traffic page (console:traffic): checks per second allowed, denied and degraded
 over time for the whole platform and per operation, the most throttled customers, over the last hour, 24 hours,
-30 days or a custom range; and its JSON twin (admin:customers_customer_traffic_data), which the page's script
+30 days or a custom range; and its JSON twin (console:traffic-data), which the page's script
 fetches every LIVE_REFRESH_S seconds to redraw itself. The views only gather: apps/console/traffic.py reads.
 """
 
@@ -221,7 +221,7 @@ def traffic_view(request: HttpRequest) -> HttpResponse:
         "title": "Platform traffic",
         "ranges": USAGE_RANGES.values(),
         "range_error": range_error,
-        "data_url": reverse("admin:customers_customer_traffic_data") + "?" + request.GET.urlencode(),
+        "data_url": reverse("console:traffic-data") + "?" + request.GET.urlencode(),
         "refresh_s": refresh_chosen(request.GET.get("refresh_s")),
         "custom_from": request.GET.get("from", f"{window.start:%Y-%m-%dT%H:%M}"),
         "custom_to": request.GET.get("to", f"{window.end:%Y-%m-%dT%H:%M}"),

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.customers.models import Customer
-from apps.enforcement.store import engine_store_use
+from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.engine.store.redis import RedisStore
 from apps.usage.models import UsageDay, UsageHour, UsageMinute
 from tests.admin_fixtures import admin_url

@@ -3,7 +3,7 @@
 import pytest
 
 from apps.console.monopolization import OPENINGS, SESSION_TIME, SESSIONS, dimension_of, monopolization_score
-from apps.enforcement.inspection import LimitState
+from apps.enforcement.counters.inspection import LimitState
 from apps.limits.snapshot import LimitConfig
 
 

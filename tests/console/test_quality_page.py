@@ -26,7 +26,7 @@ SESSIONS = "stream-sessions"
 
 
 def quality_url(**query: str) -> str:
-    url = reverse("admin:customers_customer_quality")
+    url = reverse("console:quality")
     return url + ("?" + "&".join(f"{key}={value}" for key, value in query.items()) if query else "")
 
 

@@ -19,8 +19,8 @@ from tests.usage.factories import UsageDayFactory, UsageHourFactory, UsageMinute
 
 pytestmark = pytest.mark.django_db
 
-PAGE = "admin:customers_customer_traffic"
-DATA = "admin:customers_customer_traffic_data"
+PAGE = "console:traffic"
+DATA = "console:traffic-data"
 ZERO = dict.fromkeys(("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable"), 0)
 
 

@@ -43,7 +43,7 @@ def two_services_checked(engine, clock) -> dict[str, str]:
 
 
 def test_the_traffic_page_splits_checks_per_service(two_services_checked, admin_client) -> None:
-    response = admin_client.get(reverse("admin:customers_customer_traffic"))
+    response = admin_client.get(reverse("console:traffic"))
 
     assert response.context["service_recorded"] is True
     rows = {row["name"]: row["checks"] for row in response.context["service_rows"]}
