@@ -112,8 +112,11 @@ def evaluate_alerts() -> Any:
 def store_problems() -> list[str]:
     """What the readiness probe finds wrong with Redis (and the counters' Redis), in words, for the store alert."""
     checks = readiness_report()[1]
-    return [f"{name}: {checks[name].get('error', 'not ready')}" for name in ("redis", "counters")
-            if name in checks and not checks[name].get("ok", True)]  # fmt: skip
+    return [
+        f"{name}: {checks[name].get('error', 'not ready')}"
+        for name in ("redis", "counters")
+        if name in checks and not checks[name].get("ok", True)
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,14 +74,16 @@ def targets(results: dict[str, Result]) -> list[Target]:
     """Issue 14's targets by phase id; a target whose phases did not run is n/a."""
     get = results.get
     return [
-        ratio_target("platform check @64 ÷ django-ratelimit @64 (req/s)", get("check@64"), get("ratelimit@64"),
-                     VS_RATELIMIT),
+        ratio_target(
+            "platform check @64 ÷ django-ratelimit @64 (req/s)", get("check@64"), get("ratelimit@64"), VS_RATELIMIT
+        ),
         ratio_target("platform check @64 ÷ bare DRF + EVALSHA @64 (req/s)", get("check@64"), get("bare@64"), VS_BARE),
         p99_target(get("check@32"), get("ratelimit@32")),
         *latency_targets(get("check@4")),
-        ratio_target("platform batch-100 ÷ bare batch-100 (decisions/s)", get("batch"), get("bare-batch"),
-                     BATCH_VS_BARE),
-    ]  # fmt: skip
+        ratio_target(
+            "platform batch-100 ÷ bare batch-100 (decisions/s)", get("batch"), get("bare-batch"), BATCH_VS_BARE
+        ),
+    ]
 
 
 def _fmt_admitted(result: Result) -> str:

@@ -125,9 +125,12 @@ def run_threads(action: Callable[[int, int], int], threads: int, seconds: float)
 
 
 def timed_phase(
-    action: Callable[[int, int], int], threads: int, seconds: float, masters: list[redis.Redis],
+    action: Callable[[int, int], int],
+    threads: int,
+    seconds: float,
+    masters: list[redis.Redis],
     replicas: list[redis.Redis],
-) -> Phase:  # fmt: skip
+) -> Phase:
     """Run one phase and read every counter around it."""
     before = read_counters(masters, replicas)
     calls, decisions = run_threads(action, threads, seconds)

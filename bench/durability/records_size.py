@@ -56,7 +56,7 @@ def fill(rows: int) -> None:
             start_ms=start + (n % 10) * MINUTE_MS,
             until_ms=start + DAY_MS,
             amount=random.randint(1, 500),
-        )  # fmt: skip
+        )
         for n in range(rows)
     ]
     CounterRecord.objects.bulk_create(batch, batch_size=5000)

@@ -61,10 +61,18 @@ def main() -> None:
             other = CheckItem(f"other-{start}", "Create")
             store.allocations_set(other, SHARED, min(MAX_RESYNC_CHANGES, options.others - start))
         mine = CheckItem("mine", "Create")
-        add = worst_us(client, lambda: store.allocations_set(mine, SHARED, MAX_RESYNC_CHANGES), options.rounds,
-                       lambda: store.allocations_set(mine, SHARED, 0))  # fmt: skip
-        drop = worst_us(client, lambda: store.allocations_set(mine, SHARED, 0), options.rounds,
-                        lambda: store.allocations_set(mine, SHARED, MAX_RESYNC_CHANGES))  # fmt: skip
+        add = worst_us(
+            client,
+            lambda: store.allocations_set(mine, SHARED, MAX_RESYNC_CHANGES),
+            options.rounds,
+            lambda: store.allocations_set(mine, SHARED, 0),
+        )
+        drop = worst_us(
+            client,
+            lambda: store.allocations_set(mine, SHARED, 0),
+            options.rounds,
+            lambda: store.allocations_set(mine, SHARED, MAX_RESYNC_CHANGES),
+        )
         limits = three_limits("fixed_window", 60)
         check = worst_us(client, lambda: store.check(CheckItem("c", "Op"), limits), options.rounds, lambda: None)
         print(f"allocation resync adding {MAX_RESYNC_CHANGES} beside {options.others} others': {add:.0f} µs")

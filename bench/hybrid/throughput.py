@@ -39,15 +39,29 @@ def in_process_sync(sync_ms: int) -> Any:
         sent = {c["limit"]: c for c in body["counters"]}
         counter = sent.get("hot") or {"window_start": start, "prev_window_start": start - HOUR_MS, "count": 0}
         answer = peers.exchange(
-            "hot", body["instance"], counter["window_start"], counter["prev_window_start"], counter["count"],
+            "hot",
+            body["instance"],
+            counter["window_start"],
+            counter["prev_window_start"],
+            counter["count"],
             counter.get("count_prev", 0),
-        )  # fmt: skip
+        )
         limit = {
-            "limit": "hot", "algorithm": "fixed_window", "quantity": LIMIT, "unit": "requests", "sync_ms": sync_ms,
-            "variant": "fixed", "shadow": False, "window_start": start, "window_end": start + HOUR_MS,
-            "next_window_end": start + 2 * HOUR_MS, "others": answer.others, "others_prev": answer.others_prev,
-            "instances": answer.instances, "fresh": answer.fresh,
-        }  # fmt: skip
+            "limit": "hot",
+            "algorithm": "fixed_window",
+            "quantity": LIMIT,
+            "unit": "requests",
+            "sync_ms": sync_ms,
+            "variant": "fixed",
+            "shadow": False,
+            "window_start": start,
+            "window_end": start + HOUR_MS,
+            "next_window_end": start + 2 * HOUR_MS,
+            "others": answer.others,
+            "others_prev": answer.others_prev,
+            "instances": answer.instances,
+            "fresh": answer.fresh,
+        }
         return {"now_ms": now, "access_rule": None, "warnings": [], "limits": [limit]}
 
     return post

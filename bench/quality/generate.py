@@ -97,8 +97,10 @@ def main(argv: list[str]) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="bench-quality-"))
     try:
         with platform(workdir, scenario) as (url, key, audited):
-            print(f"bench/quality: platform up at {url} (limits audited: {audited}); running {args.duration} s",
-                  flush=True)  # fmt: skip
+            print(
+                f"bench/quality: platform up at {url} (limits audited: {audited}); running {args.duration} s",
+                flush=True,
+            )
             generator = Generator(scenario, url, key)
             started = time.monotonic()
             record = generator.run()

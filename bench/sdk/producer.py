@@ -95,8 +95,9 @@ def push(url: str, key: str, name: str, policy: Backoff, sizes: list[int], args:
     def progress() -> None:
         started = time.monotonic()
         while not done.wait(2.0):
-            print(f"  {name}: {len(stream):,}/{len(items):,} records after {time.monotonic() - started:.0f} s",
-                  flush=True)  # fmt: skip
+            print(
+                f"  {name}: {len(stream):,}/{len(items):,} records after {time.monotonic() - started:.0f} s", flush=True
+            )
 
     reporter = threading.Thread(target=progress, daemon=True)
     reporter.start()

@@ -24,8 +24,9 @@ def _run(command: list[str]) -> str:
 
 
 def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in _run(["lscpu"]).splitlines()
-                  if line.startswith("Model name")), "?")  # fmt: skip
+    model = next(
+        (line.split(":", 1)[1].strip() for line in _run(["lscpu"]).splitlines() if line.startswith("Model name")), "?"
+    )
     commit = _run(["git", "rev-parse", "--short", "HEAD"]) or "?"
     dirty = " + uncommitted changes" if _run(["git", "status", "--porcelain", "--", "apps", "clients"]) else ""
     return (

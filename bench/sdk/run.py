@@ -116,8 +116,10 @@ def main(argv: list[str]) -> int:
     try:
         with platform(workdir) as (server, key, redis_url, prefix):
             url = server.url
-            print(f"bench/sdk: platform up at {url}; {len(sizes):,} records, ideal {ideal_seconds(sizes):.2f} s",
-                  flush=True)  # fmt: skip
+            print(
+                f"bench/sdk: platform up at {url}; {len(sizes):,} records, ideal {ideal_seconds(sizes):.2f} s",
+                flush=True,
+            )
             # A wait longer than the limit needs to refill one batch only lets the bucket overflow.
             for name, policy in policies(args.batch_size / RECORDS_PER_S).items():
                 print(f"bench/sdk: pushing with {name} back-off", flush=True)

@@ -131,8 +131,10 @@ def _read_counters(store: Store, snapshot: Snapshot, states: dict[str, list[Limi
     ]
     for start in range(0, len(wanted), DRY_RUN_CHUNK):
         chunk = wanted[start : start + DRY_RUN_CHUNK]
-        pairs = [(_dry_run(customer, state.limit, timezones[customer]), [limit_spec_of(state.limit)])
-                 for customer, _, state in chunk]  # fmt: skip
+        pairs = [
+            (_dry_run(customer, state.limit, timezones[customer]), [limit_spec_of(state.limit)])
+            for customer, _, state in chunk
+        ]
         for (customer, index, state), decision in zip(chunk, store.check_batch(pairs, "independent"), strict=True):
             result = decision.limits[0]
             used = max(0, (state.capacity or 0) - result.remaining)

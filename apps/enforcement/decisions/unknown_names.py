@@ -55,8 +55,12 @@ def names_checked(
                     f"No operation named “{item.operation}” is configured; ask an operator to add it.",
                     code=UNKNOWN_OPERATION,
                 )
-    wanted = {f"{kind}:{name}" for item, new in zip(items, news, strict=True) if not item.dry_run
-              for kind, name in new.items()}  # fmt: skip
+    wanted = {
+        f"{kind}:{name}"
+        for item, new in zip(items, news, strict=True)
+        if not item.dry_run
+        for kind, name in new.items()
+    }
     refused = _refused(principal.service, wanted)
     return [_checked(item, new, refused) for item, new in zip(items, news, strict=True)]
 

@@ -71,8 +71,9 @@ def database_spend(item: CheckItem, limit: LimitConfig, now_ms: int, spending: S
     used = _spend(key, counter, window, cost)
     over = used is None or cost > window.quantity
     remaining = 0 if used is None else max(window.quantity - used, 0)
-    result = LimitResult(limit.name, limit.algorithm, limit.unit, window.quantity, remaining,
-                         window.end_ms - now_ms, False, over)  # fmt: skip
+    result = LimitResult(
+        limit.name, limit.algorithm, limit.unit, window.quantity, remaining, window.end_ms - now_ms, False, over
+    )
     if over:
         raise Refused(result, cost > window.quantity)
     if cost > 0 and spec.durable:
@@ -86,8 +87,10 @@ def _spend(key: str, counter: str, window: Window, cost: int) -> int | None:
     records = connection.ops.quote_name(CounterRecord._meta.db_table)
     start, end = _moment(window.start_ms), _moment(window.end_ms)
     with connection.cursor() as cursor:
-        cursor.execute(BASELINE_SQL.format(table=table, records=records),
-                       [key, start, end, counter, window.start_ms, window.end_ms])  # fmt: skip
+        cursor.execute(
+            BASELINE_SQL.format(table=table, records=records),
+            [key, start, end, counter, window.start_ms, window.end_ms],
+        )
         cursor.execute(SPEND_SQL.format(table=table), [cost, key, start, cost, window.quantity])
         row = cursor.fetchone()
     return int(row[0]) if row else None

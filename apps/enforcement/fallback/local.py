@@ -32,6 +32,7 @@ def local_checks(items: Sequence[tuple[CheckItem, Sequence[LimitConfig]]]) -> li
 
 def local_decide(checks: Sequence[LocalCheck], *, atomic: bool, dry_run: bool) -> list[Decision]:
     """Decide `checks` on this process's counters (all or none when `atomic`); nothing is spent on a dry run."""
-    pairs = [(dataclasses.replace(item, dry_run=True, request_id=None) if dry_run else item, specs)
-             for item, specs in checks]  # fmt: skip
+    pairs = [
+        (dataclasses.replace(item, dry_run=True, request_id=None) if dry_run else item, specs) for item, specs in checks
+    ]
     return _local_store.check_batch(pairs, "atomic" if atomic else "independent")

@@ -175,9 +175,14 @@ def exchange_log(limit: LimitConfig, spec: LimitSpec, item: CheckItem) -> SyncLo
     prefix = settings.QUOTA_KEY_PREFIX
     key = key_layout(prefix).counter_keys(spec, item)[0]
     return SyncLog.of(
-        spec, key, prefix=prefix, customer=item.customer, operation=item.operation, sync_ms=limit.sync_ms or 1,
+        spec,
+        key,
+        prefix=prefix,
+        customer=item.customer,
+        operation=item.operation,
+        sync_ms=limit.sync_ms or 1,
         cap=settings.DECISION_LOG_MAX_PER_SLOT,
-    )  # fmt: skip
+    )
 
 
 def _new_counter(limit: LimitConfig, spec: LimitSpec, key: str, record: str | None, item: CheckItem) -> Counted:

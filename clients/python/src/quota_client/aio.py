@@ -97,17 +97,30 @@ class AsyncQuotaClient:
         return run.finish()
 
     def lease(
-        self, customer: str, operation: str, *, ttl_s: int = 60, renew_every_s: float | None = None,
-        wait: bool = False, **fields: Any,
-    ) -> AsyncLease:  # fmt: skip
+        self,
+        customer: str,
+        operation: str,
+        *,
+        ttl_s: int = 60,
+        renew_every_s: float | None = None,
+        wait: bool = False,
+        **fields: Any,
+    ) -> AsyncLease:
         """`async with client.lease(...) as lease:` — renewed by a task while held, released on exit."""
         lease = self.sync.lease(customer, operation, ttl_s=ttl_s, renew_every_s=renew_every_s, wait=wait, **fields)
         return AsyncLease(self, lease, wait)
 
     def limited(
-        self, operation: str, *, customer: ArgValue, resource: ArgValue = None, costs: ArgValue = None,
-        attributes: ArgValue = None, wait: bool = True, max_wait_ms: int | None = None,
-    ) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:  # fmt: skip
+        self,
+        operation: str,
+        *,
+        customer: ArgValue,
+        resource: ArgValue = None,
+        costs: ArgValue = None,
+        attributes: ArgValue = None,
+        wait: bool = True,
+        max_wait_ms: int | None = None,
+    ) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:
         """QuotaClient.limited for `async def` functions."""
         fields = {"customer": customer, "resource": resource, "costs": costs, "attributes": attributes}
         fields["max_wait_ms"] = max_wait_ms
@@ -128,9 +141,14 @@ class AsyncQuotaClient:
             await asyncio.to_thread(cache.refresh, self.sync.fetch_toggles)
 
     def local_limiter(
-        self, operation: str, customer: str, resource: str | None = None,
-        attributes: Mapping[str, str] | None = None, *, exchange_timeout_s: float = 0.5,
-    ) -> AsyncLocalLimiter:  # fmt: skip
+        self,
+        operation: str,
+        customer: str,
+        resource: str | None = None,
+        attributes: Mapping[str, str] | None = None,
+        *,
+        exchange_timeout_s: float = 0.5,
+    ) -> AsyncLocalLimiter:
         """QuotaClient.local_limiter with `await limiter.try_acquire()`: exchanges run in a worker thread."""
         body = {"customer": customer, "operation": operation, "resource": resource, "attributes": attributes}
         core = LimiterCore(body, None, failure_mode=self.sync.failure_mode)

@@ -54,9 +54,20 @@ from quota_client.hybrid_store import (
 
 # The store's side (MemoryPeers and what it answers) lives in hybrid_store.py; its names are this module's too.
 __all__ = [
-    "FIXED", "MAX_INSTANCES", "RESERVED", "SATURATED", "SLIDING", "Exchange", "Exchanged", "HybridConfig",
-    "HybridCounter", "MemoryPeers", "Recorded", "Windows", "fixed_windows",
-]  # fmt: skip
+    "FIXED",
+    "MAX_INSTANCES",
+    "RESERVED",
+    "SATURATED",
+    "SLIDING",
+    "Exchange",
+    "Exchanged",
+    "HybridConfig",
+    "HybridCounter",
+    "MemoryPeers",
+    "Recorded",
+    "Windows",
+    "fixed_windows",
+]
 
 FIXED, SLIDING = "fixed", "sliding"
 

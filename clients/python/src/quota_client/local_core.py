@@ -45,9 +45,15 @@ class LimitInfo:
     def of(cls, entry: Mapping[str, Any]) -> LimitInfo:
         start, end, following = int(entry["window_start"]), int(entry["window_end"]), int(entry["next_window_end"])
         return cls(
-            str(entry["limit"]), str(entry["algorithm"]), int(entry["quantity"]), str(entry["unit"]),
-            int(entry["sync_ms"]), str(entry["variant"]), bool(entry["shadow"]), ((start, end), (end, following)),
-        )  # fmt: skip
+            str(entry["limit"]),
+            str(entry["algorithm"]),
+            int(entry["quantity"]),
+            str(entry["unit"]),
+            int(entry["sync_ms"]),
+            str(entry["variant"]),
+            bool(entry["shadow"]),
+            ((start, end), (end, following)),
+        )
 
     @property
     def shape(self) -> tuple[Any, ...]:
@@ -158,8 +164,15 @@ class LimiterCore:
             if windows.current[0] < 0 and name not in mine:
                 continue  # not decided anything yet: the platform exchanges 0 for it
             state = mine.get(name) or (windows.current[0], windows.prev_start, counter.own, counter.own_prev)
-            counters.append(dict(zip(("limit", "window_start", "prev_window_start", "count", "count_prev"),
-                                     (name, *state), strict=True)))  # fmt: skip
+            counters.append(
+                dict(
+                    zip(
+                        ("limit", "window_start", "prev_window_start", "count", "count_prev"),
+                        (name, *state),
+                        strict=True,
+                    )
+                )
+            )
         with self.tally_lock:
             if self.report is None and self.tally:
                 tally, self.tally = self.tally, {}
