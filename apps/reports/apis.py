@@ -44,9 +44,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.api.authentication import request_principal
+from apps.api.fields import INVALID_MESSAGE
 from apps.api.views import ServiceApi
 from apps.common.exceptions import InvalidInput
-from apps.enforcement.decisions.parsing import INVALID_MESSAGE
 from apps.reports import schema_docs as usage_docs
 from apps.reports.exports import FORMATS, usage_csv_lines, usage_row_dict
 from apps.reports.filters import UsageFilters

@@ -10,6 +10,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from apps.api.fields import text_problem
 from apps.common.validators import plain_text
 from apps.enforcement.decisions import parsing
 from apps.enforcement.decisions.serializers import text_field
@@ -74,7 +75,7 @@ def cursor_decode(token: str) -> Position:
 
 
 def _plain_text(value: Any) -> bool:
-    return parsing.text_problem(value, parsing.MAX_CUSTOMER_LENGTH) is None
+    return text_problem(value, parsing.MAX_CUSTOMER_LENGTH) is None
 
 
 def _caller_text(value: str) -> bool:

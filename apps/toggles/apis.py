@@ -10,9 +10,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 
 from apps.api.authentication import request_principal
+from apps.api.fields import INVALID_MESSAGE, parse_path_text
 from apps.api.views import ServiceApi
 from apps.common.exceptions import InvalidInput
-from apps.enforcement.decisions.parsing import INVALID_MESSAGE, parse_path_text
 from apps.limits.snapshot_holder import snapshot_current
 from apps.toggles import schema_docs as toggle_docs
 from apps.toggles import serializers

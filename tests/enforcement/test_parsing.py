@@ -2,13 +2,8 @@
 
 import pytest
 
-from apps.enforcement.decisions.parsing import (
-    MAX_BATCH_ITEMS,
-    BatchTooLarge,
-    ParseError,
-    parse_batch,
-    parse_check,
-)
+from apps.api.fields import ParseError
+from apps.enforcement.decisions.parsing import MAX_BATCH_ITEMS, BatchTooLarge, parse_batch, parse_check
 from apps.enforcement.leases.parsing import ALLOCATION, parse_allocations, parse_lease
 from apps.engine import CheckItem
 

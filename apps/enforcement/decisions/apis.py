@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.api.authentication import request_principal
+from apps.api.fields import INVALID_MESSAGE, parse_path_text
 from apps.api.renderers import OrjsonResponse
 from apps.common import metrics
 from apps.common.exceptions import InvalidInput, PayloadTooLarge
@@ -19,14 +20,7 @@ from apps.enforcement.counters.selectors import customer_limits_effective
 from apps.enforcement.decisions import schema_docs as decision_docs
 from apps.enforcement.decisions import serializers
 from apps.enforcement.decisions.headers import ratelimit_headers, retry_after_header
-from apps.enforcement.decisions.parsing import (
-    INVALID_MESSAGE,
-    MAX_CUSTOMER_LENGTH,
-    BatchTooLarge,
-    parse_batch,
-    parse_check,
-    parse_path_text,
-)
+from apps.enforcement.decisions.parsing import MAX_CUSTOMER_LENGTH, BatchTooLarge, parse_batch, parse_check
 from apps.enforcement.decisions.services import (
     BATCH_REJECTED,
     COST_EXCEEDS_LIMIT,

@@ -15,7 +15,14 @@ import ipaddress
 import re
 from typing import Any, TypedDict
 
-from apps.common.exceptions import InvalidInput
+from apps.api.fields import (
+    CONTROL,
+    Errors,
+    ParseError,
+    kind_of,
+    text_problem,
+    whole_number,
+)
 from apps.engine import BatchMode, CheckItem
 from apps.engine.types import MAX_WAIT_MS
 
@@ -32,23 +39,10 @@ MAX_LEASE_TTL_S = 86400
 MAX_LEASE_ID_LENGTH = 128
 MAX_LIMIT_NAME_LENGTH = 100  # Limit.name's max_length
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # used with fullmatch: `$` would let a final "\n" in
-# Control characters (U+0000-U+001F, U+007F) in a name reach Redis keys and PostgreSQL text, which cannot hold NUL.
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-NO_CONTROL = "Must not contain control characters (U+0000 to U+001F, U+007F)."
 CHECK_FIELDS = frozenset(
     {"customer", "operation", "resource", "attributes", "costs", "ip", "request_id", "dry_run", "max_wait_ms"}
 )
 BATCH_MODES = ("independent", "atomic")
-INVALID_MESSAGE = "The request is not valid; see fields."
-
-Errors = dict[str, Any]
-
-
-class ParseError(InvalidInput):
-    """Invalid input, every problem by field: the API answers it as 400 in the one error shape."""
-
-    def __init__(self, fields: Errors) -> None:
-        super().__init__(INVALID_MESSAGE, fields=fields)
 
 
 class BatchTooLarge(Exception):
@@ -83,20 +77,6 @@ def _text(data: dict[str, Any], name: str, max_length: int, errors: Errors, *, r
         return value
     errors[name] = [problem]
     return ""
-
-
-def text_problem(value: Any, max_length: int) -> str | None:
-    """What is wrong with `value` as a text field of the API (None: nothing): every text field is a
-    non-empty string of at most `max_length` characters without control characters."""
-    if type(value) is not str:
-        return f"Must be a string, not {kind_of(value)}."
-    if not value:
-        return "Must not be empty."
-    if len(value) > max_length:
-        return f"At most {max_length} characters (got {len(value)})."
-    if CONTROL.search(value):
-        return NO_CONTROL
-    return None
 
 
 def _attributes(value: Any, errors: Errors) -> dict[str, str]:
@@ -137,16 +117,6 @@ def costs_parse(value: Any, errors: Errors) -> dict[str, int]:
     if problems:
         errors["costs"] = problems
     return costs
-
-
-def whole_number(value: Any, low: int, high: int) -> int | None:
-    """`value` as an int in [low, high], or None. A JSON number with no fraction (5.0) is a whole number
-    (JSON Schema's `integer`); booleans are not."""
-    if type(value) is float and value.is_integer():
-        value = int(value)
-    if type(value) is not int or not low <= value <= high:
-        return None
-    return value
 
 
 def _ip(value: Any, errors: Errors) -> str:
@@ -198,12 +168,6 @@ def _max_wait(value: Any, errors: Errors) -> int:
     if wait is None and value is not None:  # a null is refused by _refuse_nulls
         errors["max_wait_ms"] = [f"Must be a whole number of milliseconds from 0 to {MAX_WAIT_MS}."]
     return wait or 0
-
-
-def kind_of(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
 
 
 def parse_check(data: Any) -> CheckItem:
@@ -281,11 +245,3 @@ def _parse_items(items: list[Any]) -> tuple[list[CheckItem], Errors]:
         else:
             parsed.append(item)
     return parsed, item_errors
-
-
-def parse_path_text(name: str, value: str, max_length: int) -> str:
-    """A text value taken from the URL path (a customer, a lease id), held to the body's rules."""
-    problem = text_problem(value, max_length)
-    if problem is not None:
-        raise ParseError({name: [problem]})
-    return value

@@ -205,7 +205,7 @@ DECISION_OR_ERROR = PolymorphicProxySerializer(
 
 
 def _path_text(name: str, max_length: int, description: str) -> OpenApiParameter:
-    """A text value taken from the path, held to the body's rules (parsing.parse_path_text)."""
+    """A text value taken from the path, held to the body's rules (apps/api/fields.py: parse_path_text)."""
     pattern = "^[^\\u0000-\\u001f\\u007f]{1," + str(max_length) + "}$"
     return OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.PATH, pattern=pattern, description=description)
 

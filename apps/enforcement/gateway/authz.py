@@ -17,9 +17,10 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from apps.api.fields import ParseError
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.exceptions import Forbidden, InvalidInput
-from apps.enforcement.decisions.parsing import MAX_CUSTOMER_LENGTH, ParseError, parse_check
+from apps.enforcement.decisions.parsing import MAX_CUSTOMER_LENGTH, parse_check
 from apps.enforcement.decisions.services import DENIED, OK, CheckOutcome, check_evaluate
 from apps.enforcement.gateway.paths import PathRefused, path_normalize
 from apps.engine import CheckItem

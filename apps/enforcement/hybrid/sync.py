@@ -31,8 +31,9 @@ from typing import Any
 from quota_client.hybrid import FIXED, SLIDING, Exchanged, Windows
 from redis.exceptions import RedisError
 
+from apps.api.fields import Errors, ParseError, text_problem, whole_number
 from apps.apikeys.selectors import ApiPrincipal
-from apps.enforcement.decisions.parsing import MAX_COST, Errors, ParseError, parse_check, text_problem, whole_number
+from apps.enforcement.decisions.parsing import MAX_COST, parse_check
 from apps.enforcement.decisions.services import check_resolve
 from apps.enforcement.decisions.specs import engine_args, limit_spec_of
 from apps.enforcement.fallback.decide import StoreUnavailable

@@ -24,8 +24,9 @@ from typing import Any, Protocol
 from django.conf import settings
 from redis.exceptions import RedisError
 
+from apps.api.fields import Errors, whole_number
 from apps.enforcement.counters.recovery import Spending
-from apps.enforcement.decisions.parsing import MAX_COST, Errors, costs_parse, whole_number
+from apps.enforcement.decisions.parsing import MAX_COST, costs_parse
 from apps.enforcement.fallback.decide import StoreUnavailable
 from apps.enforcement.fallback.ledger import decision_ledger
 from apps.enforcement.hybrid.stores import CLOCK, counters_redis

@@ -7,9 +7,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.api.authentication import request_principal
+from apps.api.fields import parse_path_text
 from apps.enforcement.api_base import EnforcementApi
 from apps.enforcement.decisions import serializers
-from apps.enforcement.decisions.parsing import MAX_CUSTOMER_LENGTH, MAX_LIMIT_NAME_LENGTH, parse_path_text
+from apps.enforcement.decisions.parsing import MAX_CUSTOMER_LENGTH, MAX_LIMIT_NAME_LENGTH
 from apps.enforcement.leases import schema_docs as lease_docs
 from apps.enforcement.leases.allocations import allocations_set
 from apps.enforcement.leases.parsing import parse_allocations

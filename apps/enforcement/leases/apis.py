@@ -10,11 +10,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.api.authentication import request_principal
+from apps.api.fields import parse_path_text
 from apps.enforcement.api_base import EnforcementApi
 from apps.enforcement.decisions import serializers
 from apps.enforcement.decisions.apis import STATUS_BY_CODE, observe, outcome_body, outcome_headers
 from apps.enforcement.decisions.headers import retry_after_header
-from apps.enforcement.decisions.parsing import MAX_LEASE_ID_LENGTH, parse_path_text
+from apps.enforcement.decisions.parsing import MAX_LEASE_ID_LENGTH
 from apps.enforcement.leases import schema_docs as lease_docs
 from apps.enforcement.leases.parsing import parse_lease, parse_renew
 from apps.enforcement.leases.services import SessionTimeExhausted, lease_acquire, lease_release, lease_renew

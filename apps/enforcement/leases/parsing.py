@@ -5,15 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.enforcement.decisions.parsing import (
-    MAX_LEASE_TTL_S,
-    MAX_RESOURCE_LENGTH,
-    ParseError,
-    kind_of,
-    parse_check,
-    text_problem,
-    whole_number,
-)
+from apps.api.fields import ParseError, kind_of, text_problem, whole_number
+from apps.enforcement.decisions.parsing import MAX_LEASE_TTL_S, MAX_RESOURCE_LENGTH, parse_check
 from apps.engine import CheckItem
 from apps.engine.reference.concurrency import MAX_RESYNC_CHANGES
 
