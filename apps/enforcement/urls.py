@@ -1,5 +1,6 @@
 from django.urls import path
 
+from apps.enforcement.counters import apis as counter_apis
 from apps.enforcement.decisions import apis as decision_apis
 from apps.enforcement.gateway import apis as gateway_apis
 from apps.enforcement.hybrid import sync_apis
@@ -9,7 +10,7 @@ from apps.enforcement.leases import apis as lease_apis
 urlpatterns = [
     path("check", decision_apis.CheckApi.as_view(), name="check"),
     path("check/batch", decision_apis.CheckBatchApi.as_view(), name="check-batch"),
-    path("customers/<str:customer>/limits", decision_apis.CustomerLimitsApi.as_view(), name="customer-limits"),
+    path("customers/<str:customer>/limits", counter_apis.CustomerLimitsApi.as_view(), name="customer-limits"),
     path(
         "customers/<str:customer>/allocations/<str:limit>",
         allocation_apis.AllocationsSetApi.as_view(),

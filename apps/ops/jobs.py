@@ -11,14 +11,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
-from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from apps.alerts.services.job_outcomes import job_outcome_record
 from apps.enforcement.counters.guarded_store import engine_store
@@ -213,50 +210,3 @@ def job_run(name: str) -> dict[str, Any]:
     fields = report.as_dict() if hasattr(report, "as_dict") else dataclasses.asdict(report)
     summary = report.summary() if callable(report.summary) else report.summary
     return {"job": name, **fields, "summary": summary}
-
-
-@transaction.atomic
-def periodic_tasks_setup() -> dict[str, str]:
-    """Create or update one django-celery-beat row per job, by name: {name: created | updated | unchanged}.
-
-    Only what JOBS states is written; `enabled` is set on creation and then left to the operators.
-    """
-    return {job.name: _periodic_task_sync(job) for job in JOBS.values()}
-
-
-def _periodic_task_sync(job: Job) -> str:
-    wanted = {
-        "task": job.task,
-        "crontab": _crontab(job.cron),
-        "interval": None,
-        "solar": None,
-        "clocked": None,
-        "one_off": False,
-        "expires": None,
-        "expire_seconds": job.expire_seconds,
-        "description": job.description,
-    }
-    task = PeriodicTask.objects.filter(name=job.name).first()
-    if task is None:
-        PeriodicTask.objects.create(name=job.name, **wanted)
-        return "created"
-    changed = {field: value for field, value in wanted.items() if getattr(task, field) != value}
-    if not changed:
-        return "unchanged"
-    for field, value in changed.items():
-        setattr(task, field, value)
-    task.save()
-    return "updated"
-
-
-def _crontab(cron: str) -> CrontabSchedule:
-    minute, hour, day_of_month, month_of_year, day_of_week = cron.split()
-    fields = {
-        "minute": minute,
-        "hour": hour,
-        "day_of_month": day_of_month,
-        "month_of_year": month_of_year,
-        "day_of_week": day_of_week,
-        "timezone": zoneinfo.ZoneInfo("UTC"),
-    }
-    return CrontabSchedule.objects.filter(**fields).order_by("pk").first() or CrontabSchedule.objects.create(**fields)

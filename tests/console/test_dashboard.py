@@ -11,7 +11,8 @@ from apps.common.metrics import decision_counted
 from apps.console import dashboard
 from apps.console.dashboard import dashboard_build
 from apps.limits.snapshot import config_version_bump
-from apps.ops.jobs import JOBS, job_run, periodic_tasks_setup
+from apps.ops.jobs import JOBS, job_run
+from apps.ops.periodic_tasks import periodic_tasks_setup
 from apps.usage.models import UsageHour, UsageMinute
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory, OperationFactory

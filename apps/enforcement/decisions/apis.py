@@ -8,19 +8,16 @@ from typing import Any
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
-from rest_framework.response import Response
 
 from apps.api.authentication import request_principal
-from apps.api.fields import INVALID_MESSAGE, parse_path_text
 from apps.api.renderers import OrjsonResponse
 from apps.common import metrics
-from apps.common.exceptions import InvalidInput, PayloadTooLarge
+from apps.common.exceptions import PayloadTooLarge
 from apps.enforcement.api_base import EnforcementApi
-from apps.enforcement.counters.selectors import customer_limits_effective
 from apps.enforcement.decisions import schema_docs as decision_docs
 from apps.enforcement.decisions import serializers
 from apps.enforcement.decisions.headers import ratelimit_headers, retry_after_header
-from apps.enforcement.decisions.parsing import MAX_CUSTOMER_LENGTH, BatchTooLarge, parse_batch, parse_check
+from apps.enforcement.decisions.parsing import BatchTooLarge, parse_batch, parse_check
 from apps.enforcement.decisions.services import (
     BATCH_REJECTED,
     COST_EXCEEDS_LIMIT,
@@ -31,7 +28,6 @@ from apps.enforcement.decisions.services import (
     check_evaluate,
     outcome_message,
 )
-from apps.enforcement.leases import schema_docs as lease_docs
 from apps.limits.snapshot import Snapshot
 from apps.limits.snapshot_holder import snapshot_current
 
@@ -133,21 +129,3 @@ class CheckBatchApi(EnforcementApi):
             "results": [outcome_body(outcome) for outcome in outcomes],
         }
         return OrjsonResponse(body)
-
-
-class CustomerLimitsApi(EnforcementApi):
-    @extend_schema(
-        parameters=[serializers.CUSTOMER_PATH, serializers.CustomerLimitsQuerySerializer], **lease_docs.CUSTOMER_LIMITS
-    )
-    def get(self, request: Request, customer: str) -> Response:
-        # A plain dict: DRF reads an empty value in a QueryDict as "not given"; here it is refused like any.
-        query = serializers.CustomerLimitsQuerySerializer(data=request.query_params.dict())
-        query.is_valid(raise_exception=True)
-        unknown = set(request.query_params) - set(query.fields)
-        if unknown:
-            raise InvalidInput(INVALID_MESSAGE, fields={name: ["Unknown query parameter."] for name in sorted(unknown)})
-        parse_path_text("customer", customer, MAX_CUSTOMER_LENGTH)
-        body = customer_limits_effective(
-            principal=request_principal(request), customer=customer, snapshot=snapshot_current(), **query.validated_data
-        )
-        return Response(body)

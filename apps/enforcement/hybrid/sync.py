@@ -26,55 +26,27 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from quota_client.hybrid import FIXED, SLIDING, Exchanged, Windows
 from redis.exceptions import RedisError
 
-from apps.api.fields import Errors, ParseError, text_problem, whole_number
+from apps.api.fields import Errors, ParseError
 from apps.apikeys.selectors import ApiPrincipal
-from apps.enforcement.decisions.parsing import MAX_COST, parse_check
 from apps.enforcement.decisions.services import check_resolve
 from apps.enforcement.decisions.specs import engine_args, limit_spec_of
 from apps.enforcement.fallback.decide import StoreUnavailable
 from apps.enforcement.hybrid.counting import RETENTION_WINDOWS, counter_names, exchange_log, recorded_of, windows_of
 from apps.enforcement.hybrid.stores import CLOCK as hybrid_clock
 from apps.enforcement.hybrid.stores import peers_for
-from apps.enforcement.hybrid.sync_usage import UsageReport, parse_usage, usage_report
+from apps.enforcement.hybrid.sync_request import SyncCounter, SyncRequest
+from apps.enforcement.hybrid.sync_usage import usage_report
 from apps.engine import CheckItem
 from apps.engine.hybrid import RedisPeers
 from apps.engine.hybrid_usage import ReportedCounter
 from apps.limits.models import Algorithm
 from apps.limits.snapshot import LimitConfig, Snapshot
 
-MAX_INSTANCE_LENGTH = 64
-MAX_COUNTERS = 64
-MAX_LIMIT_NAME_LENGTH = 200
-MAX_MS = 2**53 - 1
 logger = logging.getLogger(__name__)
-SYNC_FIELDS = frozenset({"customer", "operation", "resource", "attributes", "instance", "counters", "usage"})
-COUNTER_FIELDS = frozenset({"limit", "window_start", "prev_window_start", "count", "count_prev"})
-NUMBERS = {"window_start": MAX_MS, "prev_window_start": MAX_MS, "count": MAX_COST, "count_prev": MAX_COST}
-CHECK_PART = SYNC_FIELDS - {"instance", "counters", "usage"}
-
-
-@dataclass(frozen=True, slots=True)
-class SyncCounter:
-    """One counter of the calling instance: its absolute counts in its window and the one before."""
-
-    limit: str
-    window_start: int
-    prev_window_start: int
-    count: int
-    count_prev: int
-
-
-@dataclass(frozen=True, slots=True)
-class SyncRequest:
-    item: CheckItem
-    instance: str
-    counters: tuple[SyncCounter, ...]
-    usage: UsageReport | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,69 +65,6 @@ class SyncOutcome:
     access_rule: str | None  # "allow" / "deny": an access rule decides, no limit applies
     warnings: tuple[str, ...]
     limits: tuple[SyncedLimit, ...]
-
-
-def parse_sync(data: Any) -> SyncRequest:
-    """Validate a sync request; raises ParseError with every problem by field."""
-    if type(data) is not dict:
-        raise ParseError({"non_field_errors": ["A sync request must be a JSON object."]})
-    errors: Errors = {}
-    unknown = data.keys() - SYNC_FIELDS
-    if unknown:
-        errors["non_field_errors"] = [f"Unknown field(s): {', '.join(sorted(map(str, unknown)))[:300]}."]
-    item = None
-    try:
-        item = parse_check({name: value for name, value in data.items() if name in CHECK_PART})
-    except ParseError as error:
-        errors.update(error.fields)
-    instance = data.get("instance")
-    problem = "This field is required." if instance is None else text_problem(instance, MAX_INSTANCE_LENGTH)
-    if problem is not None:
-        errors["instance"] = [problem]
-    counters = _counters(data.get("counters", []), errors)
-    usage = parse_usage(data["usage"], errors) if "usage" in data else None
-    if errors or item is None:
-        raise ParseError(errors)
-    return SyncRequest(item, str(instance), counters, usage)
-
-
-def _counters(value: Any, errors: Errors) -> tuple[SyncCounter, ...]:
-    if type(value) is not list or len(value) > MAX_COUNTERS:
-        errors["counters"] = [f"Must be a list of at most {MAX_COUNTERS} counters."]
-        return ()
-    problems: Errors = {}
-    counters: list[SyncCounter] = []
-    for index, raw in enumerate(value):
-        counter = _counter(raw, problems.setdefault(str(index), {}))
-        if counter is not None:
-            counters.append(counter)
-    problems = {index: fields for index, fields in problems.items() if fields}
-    if problems:
-        errors["counters"] = problems
-    return tuple(counters)
-
-
-def _counter(raw: Any, errors: Errors) -> SyncCounter | None:
-    if type(raw) is not dict:
-        errors["non_field_errors"] = ["A counter must be a JSON object."]
-        return None
-    unknown = raw.keys() - COUNTER_FIELDS
-    if unknown:
-        errors["non_field_errors"] = [f"Unknown field(s): {', '.join(sorted(map(str, unknown)))[:300]}."]
-    limit = raw.get("limit")
-    problem = "This field is required." if limit is None else text_problem(limit, MAX_LIMIT_NAME_LENGTH)
-    if problem is not None:
-        errors["limit"] = [problem]
-    numbers = {name: whole_number(raw.get(name), 0, top) for name, top in NUMBERS.items()}
-    for name, number in numbers.items():
-        if number is None:
-            errors[name] = [f"Required: a whole number from 0 to {NUMBERS[name]}."]
-    if errors:
-        return None
-    start, prev_start, count, count_prev = (
-        int(numbers[name] or 0) for name in ("window_start", "prev_window_start", "count", "count_prev")
-    )
-    return SyncCounter(str(limit), start, prev_start, count, count_prev)
 
 
 def sync_exchange(*, principal: ApiPrincipal, request: SyncRequest, snapshot: Snapshot) -> SyncOutcome:

@@ -15,15 +15,13 @@ from apps.enforcement.api_base import EnforcementApi
 from apps.enforcement.decisions import parsing
 from apps.enforcement.decisions import serializers as check_serializers
 from apps.enforcement.hybrid import schema_docs as docs
-from apps.enforcement.hybrid.sync import (
+from apps.enforcement.hybrid.sync import SyncOutcome, sync_exchange, variant_of
+from apps.enforcement.hybrid.sync_request import (
     MAX_COUNTERS,
     MAX_INSTANCE_LENGTH,
     MAX_LIMIT_NAME_LENGTH,
     MAX_MS,
-    SyncOutcome,
     parse_sync,
-    sync_exchange,
-    variant_of,
 )
 from apps.limits.snapshot_holder import snapshot_current
 

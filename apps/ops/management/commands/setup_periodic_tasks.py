@@ -6,7 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from apps.ops.jobs import JOBS, periodic_tasks_setup
+from apps.ops.jobs import JOBS
+from apps.ops.periodic_tasks import periodic_tasks_setup
 
 
 class Command(BaseCommand):
