@@ -8,11 +8,11 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from quota_client.errors import AccessDenied, InvalidRequest, PlatformUnavailable, QuotaError
 from quota_client.hybrid import Exchanged, HybridConfig, HybridCounter
+from quota_client.local_windows import LimitInfo, Windows
 
 logger = logging.getLogger("quota_client")
 
@@ -26,70 +26,6 @@ _time_ns = time.time_ns
 
 def system_ms() -> int:
     return _time_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class LimitInfo:
-    """A hybrid limit as the platform described it (one entry of the answer's `limits`)."""
-
-    name: str
-    algorithm: str
-    quantity: int
-    unit: str
-    sync_ms: int
-    variant: str
-    shadow: bool
-    windows: tuple[tuple[int, int], ...]  # the current window and the next
-
-    @classmethod
-    def of(cls, entry: Mapping[str, Any]) -> LimitInfo:
-        start, end, following = int(entry["window_start"]), int(entry["window_end"]), int(entry["next_window_end"])
-        return cls(
-            str(entry["limit"]),
-            str(entry["algorithm"]),
-            int(entry["quantity"]),
-            str(entry["unit"]),
-            int(entry["sync_ms"]),
-            str(entry["variant"]),
-            bool(entry["shadow"]),
-            ((start, end), (end, following)),
-        )
-
-    @property
-    def shape(self) -> tuple[Any, ...]:
-        """What a counter is built from: a change makes a new counter (its counts start over)."""
-        length = 0 if self.algorithm == "calendar" else self.windows[0][1] - self.windows[0][0]
-        return self.algorithm, self.quantity, self.unit, self.sync_ms, self.variant, length
-
-
-class _Windows:
-    """A counter's windows: epoch-aligned periods, or the calendar windows the platform named (the next one
-    guessed from the last length until an answer names it). Remembers the counter's window and the one before,
-    as the counter worked them out: what an exchange reports for it."""
-
-    def __init__(self, info: LimitInfo) -> None:
-        self.info = info
-        self.current = (-1, -1)
-        self.prev_start = -1
-
-    def __call__(self, now: int) -> tuple[int, int]:
-        window = self._window(now)
-        start, end = window
-        self.prev_start = self.current[0] if start == self.current[1] else start - (end - start)
-        self.current = window
-        return window
-
-    def _window(self, now: int) -> tuple[int, int]:
-        known = self.info.windows
-        if self.info.algorithm != "calendar":
-            period = known[0][1] - known[0][0]
-            return now - now % period, now - now % period + period
-        for start, end in known:
-            if start <= now < end:
-                return start, end
-        start, end = known[-1]
-        steps = (now - start) // (end - start)
-        return start + steps * (end - start), end + steps * (end - start)
 
 
 class LimiterCore:
@@ -112,7 +48,7 @@ class LimiterCore:
         self.configured = False
         self.access_rule: str | None = None
         self.counters: dict[str, HybridCounter] = {}
-        self.windows: dict[str, _Windows] = {}
+        self.windows: dict[str, Windows] = {}
         self.infos: dict[str, LimitInfo] = {}
         self.single: HybridCounter | None = None  # the fast path: one counter, of requests, not shadow
         self.stash: dict[str, tuple[tuple[int, int], Exchanged]] = {}  # the last round's answers, by limit
@@ -249,7 +185,7 @@ class LimiterCore:
             if name in self.infos and self.infos[name].shape == info.shape:
                 self.windows[name].info = info  # the platform's next calendar window, once known
                 continue
-            self.windows[name] = _Windows(info)
+            self.windows[name] = Windows(info)
             config = HybridConfig(info.quantity, info.sync_ms, info.variant)
             clock = self.counter_clock()
             self.counters[name] = HybridCounter(config, self.windows[name], self.exchange_for(name), clock)
