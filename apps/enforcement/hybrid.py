@@ -47,6 +47,7 @@ from apps.enforcement.seeding import recorded_windows
 from apps.engine import CheckItem, LimitResult, LimitSpec
 from apps.engine.hybrid import RedisPeers, SyncLog, hybrid_key
 from apps.engine.reference.calendar import pick_window, window_bounds
+from apps.engine.registry import ALGORITHMS
 from apps.limits.models import Algorithm
 from apps.limits.snapshot import LimitConfig
 
@@ -185,7 +186,7 @@ def _new_counter(limit: LimitConfig, spec: LimitSpec, key: str, record: str | No
         _counters.clear()
     windows = windows_of(limit, item.timezone)
     start, end = windows(CLOCK.now_ms())
-    variant = SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
+    variant = SLIDING if ALGORITHMS[limit.algorithm].hybrid == SLIDING else FIXED
     config = HybridConfig(limit=limit.quantity, sync_ms=limit.sync_ms or 1, variant=variant)
     peers = peers_for(RETENTION_WINDOWS * (end - start))
     bounds: dict[str, Any] = {"cap": limit.quantity, "recorded": recorded_of(record)}

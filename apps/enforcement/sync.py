@@ -43,7 +43,7 @@ from apps.enforcement.sync_usage import UsageReport, parse_usage, usage_report
 from apps.engine import CheckItem
 from apps.engine.hybrid import RedisPeers
 from apps.engine.hybrid_usage import ReportedCounter
-from apps.limits.models import Algorithm
+from apps.engine.registry import ALGORITHMS
 from apps.limits.snapshot import LimitConfig, Snapshot
 
 MAX_INSTANCE_LENGTH = 64
@@ -195,7 +195,7 @@ def _hybrid_limits(limits: Sequence[LimitConfig]) -> tuple[LimitConfig, ...]:
 
 
 def variant_of(limit: LimitConfig) -> str:
-    return SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
+    return SLIDING if ALGORITHMS[limit.algorithm].hybrid == SLIDING else FIXED
 
 
 def _checked(

@@ -29,7 +29,7 @@ from quota_client.hybrid import MAX_INSTANCES, RESERVED, SATURATED, Exchange, Ex
 from apps.engine.clock import Clock
 from apps.engine.deadline import DeadlineScript
 from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, log_key_of
-from apps.engine.types import LimitSpec
+from apps.engine.limit_spec import LimitSpec
 
 HYBRID_SYNC_SCRIPT = (resources.files("apps.engine") / "lua" / "hybrid_sync.lua").read_text(encoding="utf-8")
 # An instance unseen this long is forgotten (its share returns to the others); the hash outlives it a little.

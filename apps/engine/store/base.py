@@ -8,7 +8,8 @@ from typing import Protocol
 
 from apps.engine.durability import is_record_field, parse_record_field
 from apps.engine.keys import KeyLayout
-from apps.engine.types import BatchMode, CheckItem, Decision, LimitSpec
+from apps.engine.limit_spec import LimitSpec
+from apps.engine.types import BatchMode, CheckItem, Decision
 
 # What checks spent on durable counters: (counter key without the store prefix, bucket start ms) -> amount.
 Records = dict[tuple[str, int], int]

@@ -8,18 +8,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from apps.engine.keys import KeyLayout
+from apps.engine.limit_spec import LimitSpec
 from apps.engine.reference import calendar
 from apps.engine.reference.base import Params
 from apps.engine.types import (
     BATCH_MODES,
     CALENDAR,
     CONCURRENCY,
-    LEASED,
     REQUESTS,
     SESSION_TIME,
     CheckItem,
     InvalidCheck,
-    LimitSpec,
 )
 
 
@@ -114,7 +113,7 @@ def request_fingerprint(item: CheckItem, costs: tuple[tuple[str, int], ...], lea
 
 def _limit_plan(layout: KeyLayout, item: CheckItem, spec: LimitSpec, now_hint: int) -> LimitPlan:
     keys = layout.counter_keys(spec, item)
-    if spec.algorithm in LEASED:  # a check only looks; a lease holds
+    if spec.entry.leased:  # a check only looks; a lease holds
         return LimitPlan(spec, keys, 1)
     cost = item.costs.get(spec.unit, 1 if spec.unit == REQUESTS else 0) if item.costs else int(spec.unit == REQUESTS)
     counter = layout.counter_id(keys[0]) if spec.durable else ""
