@@ -89,7 +89,7 @@ class CheckItem:
     timezone: IANA zone of the customer, used by calendar limits.
     service, api_key: the calling service's name and the calling key's prefix (never its secret), filled in by
         the caller from the authenticated key, for limits keyed by service or api_key ("" = none).
-    max_wait_ms: how long the caller accepts to wait on a leaky bucket (a shaper, reference/leaky_bucket.py)
+    max_wait_ms: how long the caller accepts to wait on a leaky bucket (a shaper: its entry's `shaper`)
         before proceeding; 0 = refuse what does not fit now. At most MAX_WAIT_MS.
     """
 

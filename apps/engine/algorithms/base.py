@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # How an algorithm measures its period: whole seconds (period_s), a calendar day/week/month, or not at all.
 PeriodKind = Literal["seconds", "calendar", "none"]
 # How the quality audit (apps/quality/analysis) judges decisions: one invariant check per kind.
-AuditKind = Literal["window", "sliding_log", "sliding_counter", "bucket", "concurrency", "session_time"]
+AuditKind = Literal["window", "log", "sliding_counter", "bucket", "concurrency", "session_time"]
 # Local+global counting (enforcement's hybrid sync): which window the instances exchange, or None.
 HybridWindow = Literal["fixed", "sliding"] | None
 
@@ -171,6 +171,6 @@ BURST = Param(
 
 
 def window_stored(state: Any, params: Params) -> str:
-    """A window counter as fixed_window.lua and calendar.lua store it: "<window start ms>:<used>"."""
+    """A window counter as the window fragments store it (lib.lua's window_load): "<window start ms>:<used>"."""
     start, used = state
     return f"{start}:{used}"

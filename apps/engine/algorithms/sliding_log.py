@@ -49,7 +49,7 @@ ENTRY = Algorithm(
     ),
     refund=True,
     hybrid=None,
-    audit="sliding_log",
+    audit="log",
     extra_keys=(".s",),
     summary="exact: at most the limit in any interval of the period",
 )

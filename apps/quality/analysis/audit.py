@@ -45,9 +45,7 @@ PROGRESS_EVERY = 10_000
 LEASE_ALGORITHMS = frozenset({CONCURRENCY, SESSION_TIME})
 # The audit kinds whose check needs the limit's period (a window algorithm's decisions carry their window).
 NEEDS_PERIOD = frozenset(
-    name
-    for name, entry in ALGORITHMS.items()
-    if entry.audit in ("sliding_log", "sliding_counter", "bucket", "session_time")
+    name for name, entry in ALGORITHMS.items() if entry.audit in ("log", "sliding_counter", "bucket", "session_time")
 )
 
 

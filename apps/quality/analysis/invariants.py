@@ -269,7 +269,7 @@ class SessionTimeCheck(Check):
 # One check per audit kind (algorithms/base.AuditKind); each algorithm's entry says which kind it is.
 CHECK_OF_KIND: dict[str, type[Check]] = {
     "window": WindowCheck,
-    "sliding_log": SlidingLogCheck,
+    "log": SlidingLogCheck,
     "sliding_counter": SlidingCounterCheck,
     "bucket": BucketCheck,
     "concurrency": ConcurrencyCheck,
