@@ -65,16 +65,33 @@ class SyncLog:
     ) -> SyncLog:
         """The log of `spec`'s counter `counter_key` (a key of the store with `prefix`) for a customer's operation."""
         return cls(
-            log_key_of(prefix, counter_key), customer, operation, spec.name, spec.algorithm, counter_key,
-            spec.quantity, spec.period_ms, sync_ms, spec.shadow, cap,
-        )  # fmt: skip
+            log_key_of(prefix, counter_key),
+            customer,
+            operation,
+            spec.name,
+            spec.algorithm,
+            counter_key,
+            spec.quantity,
+            spec.period_ms,
+            sync_ms,
+            spec.shadow,
+            cap,
+        )
 
     def args(self) -> list[Any]:
         """ARGV 12 to 21 of hybrid_sync.lua."""
         return [
-            self.cap, self.customer, self.operation, self.limit, self.algorithm, self.counter_key, self.quantity,
-            self.period_ms, self.sync_ms, 1 if self.shadow else 0,
-        ]  # fmt: skip
+            self.cap,
+            self.customer,
+            self.operation,
+            self.limit,
+            self.algorithm,
+            self.counter_key,
+            self.quantity,
+            self.period_ms,
+            self.sync_ms,
+            1 if self.shadow else 0,
+        ]
 
 
 def _bounded(count: Any) -> int:

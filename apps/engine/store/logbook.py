@@ -42,9 +42,23 @@ def _limit_entry(plan: ItemPlan, limit: LimitPlan, now: int, instance: str, kind
     spec, item = limit.spec, plan.item
     burst = spec.capacity if spec.entry.burst else 0
     return LogEntry(
-        "", now, kind, item.customer, item.operation, spec.name, spec.algorithm, limit.keys[0], limit.cost,
-        spec.quantity, spec.period_ms, burst, _window(limit, now), spec.shadow, MODE_EXACT, instance,
-    )  # fmt: skip
+        "",
+        now,
+        kind,
+        item.customer,
+        item.operation,
+        spec.name,
+        spec.algorithm,
+        limit.keys[0],
+        limit.cost,
+        spec.quantity,
+        spec.period_ms,
+        burst,
+        _window(limit, now),
+        spec.shadow,
+        MODE_EXACT,
+        instance,
+    )
 
 
 def item_entries(plan: ItemPlan, allowed: bool, lease_expires: int, now: int, instance: str) -> list[LogEntry]:
@@ -80,9 +94,19 @@ def lease_entry(
     operation = unquote(usage_base.split("}:", 1)[1].split(":", 1)[0]) if usage_base else ""
     limit = unquote(key[len(prefix) + 1 :].split("}:", 1)[1].split(":", 2)[1])
     return LogEntry(
-        "", now, kind, member_owner(member), operation, limit, CONCURRENCY, key, mode=MODE_EXACT, instance=instance,
-        lease=member, expires_ms=expires,
-    )  # fmt: skip
+        "",
+        now,
+        kind,
+        member_owner(member),
+        operation,
+        limit,
+        CONCURRENCY,
+        key,
+        mode=MODE_EXACT,
+        instance=instance,
+        lease=member,
+        expires_ms=expires,
+    )
 
 
 def expire_entry(key: str, member: str, expires: int, now: int, instance: str) -> LogEntry:

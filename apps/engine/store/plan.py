@@ -105,9 +105,18 @@ def request_fingerprint(item: CheckItem, costs: tuple[tuple[str, int], ...], lea
     lease = -1 if lease_ms == 0 else lease_ms or 0  # an allocation is not a check
     attributes = sorted(item.attributes.items())
     canonical = _canonical_json(
-        [item.operation, item.resource, attributes, costs, item.dry_run, lease, item.max_wait_ms, item.service,
-         item.api_key]
-    )  # fmt: skip
+        [
+            item.operation,
+            item.resource,
+            attributes,
+            costs,
+            item.dry_run,
+            lease,
+            item.max_wait_ms,
+            item.service,
+            item.api_key,
+        ]
+    )
     return hashlib.blake2b(canonical.encode(), digest_size=FINGERPRINT_LENGTH // 2).hexdigest()
 
 
