@@ -11,7 +11,7 @@ from apps.enforcement.ledger import decision_ledger
 from apps.enforcement.seeding import usage_seeds
 from apps.enforcement.store import engine_store_use
 from apps.engine import ManualClock
-from apps.engine.names import MemoryNameBudget
+from apps.engine.name_budget import MemoryNameBudget
 from apps.engine.store.redis import RedisStore
 from tests.apikeys.factories import ServiceFactory
 from tests.customers.factories import CustomerFactory

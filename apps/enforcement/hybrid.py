@@ -1,7 +1,7 @@
 """Hybrid counting in the API server (issue 16, docs/hybrid.md): a limit with `sync_ms` is decided by this worker
 process on its own count and what the other instances reported, exchanged with Redis every `sync_ms` and at
 window ends (quota_client.hybrid, the same algorithm the SDK's local limiter runs; the exchange is
-apps/engine/hybrid.py). A background thread looks every TICK_S for counters due, so most exchanges happen off the
+apps/engine/hybrid_peers.py). A background thread looks every TICK_S for counters due, so most exchanges happen off the
 requests and what this worker admitted reaches the others within `sync_ms` even when it goes quiet; a request
 that finds its counter's exchange due (the thread not there yet) makes it itself, so no decision uses counts
 older than `sync_ms`; a counter nobody asks stops exchanging.
@@ -45,7 +45,7 @@ from apps.enforcement.hybrid_stores import CLOCK, key_layout, peers_for, peers_r
 from apps.enforcement.recovery import Spending
 from apps.enforcement.seeding import recorded_windows
 from apps.engine import CheckItem, LimitResult, LimitSpec
-from apps.engine.hybrid import RedisPeers, SyncLog, hybrid_key
+from apps.engine.hybrid_peers import RedisPeers, SyncLog, hybrid_key
 from apps.engine.reference.calendar import pick_window, window_bounds
 from apps.engine.registry import ALGORITHMS
 from apps.limits.models import Algorithm

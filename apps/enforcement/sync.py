@@ -41,7 +41,7 @@ from apps.enforcement.services import check_resolve
 from apps.enforcement.specs import engine_args, limit_spec_of
 from apps.enforcement.sync_usage import UsageReport, parse_usage, usage_report
 from apps.engine import CheckItem
-from apps.engine.hybrid import RedisPeers
+from apps.engine.hybrid_peers import RedisPeers
 from apps.engine.hybrid_usage import ReportedCounter
 from apps.engine.registry import ALGORITHMS
 from apps.limits.snapshot import LimitConfig, Snapshot

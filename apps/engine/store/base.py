@@ -75,7 +75,7 @@ class Store(Protocol):
 
     def names_admit(self, service: str, names: Sequence[str], per_day: int) -> list[bool]:
         """May `service` bring in each of these new names ("<kind>:<name>") today? At most `per_day` a UTC
-        day; one admitted stays admitted that day (apps/engine/names.py). One round trip for all."""
+        day; one admitted stays admitted that day (apps/engine/name_budget.py). One round trip for all."""
         ...
 
     def now_hint_ms(self) -> int:

@@ -18,7 +18,7 @@ from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, LogEntry, default_ins
 from apps.engine.durability import History, lookback_start, rebuild
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS, KeyLayout
 from apps.engine.limit_spec import LimitSpec
-from apps.engine.names import MemoryNameBudget
+from apps.engine.name_budget import MemoryNameBudget
 from apps.engine.reference import concurrency
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS

@@ -31,7 +31,7 @@ from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, LogSettings, default_
 from apps.engine.durability import History
 from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
-from apps.engine.names import RedisNameBudget
+from apps.engine.name_budget import RedisNameBudget
 from apps.engine.registry import ALGORITHM_CODES, ALGORITHMS
 from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, REUSED, encode
 from apps.engine.store.base import UsageRow, usage_row
