@@ -18,6 +18,7 @@ from apps.engine.algorithms import (
     calendar,
     concurrency,
     fixed_window,
+    gcra,
     leaky_bucket,
     session_time,
     sliding_log,
@@ -26,7 +27,17 @@ from apps.engine.algorithms import (
 )
 from apps.engine.algorithms.base import Algorithm
 
-_ENTRIES = (fixed_window, calendar, sliding_window, sliding_log, token_bucket, leaky_bucket, concurrency, session_time)
+_ENTRIES = (
+    fixed_window,
+    calendar,
+    sliding_window,
+    sliding_log,
+    token_bucket,
+    leaky_bucket,
+    concurrency,
+    session_time,
+    gcra,
+)
 
 
 def _fragment_text(entry: Algorithm) -> str:

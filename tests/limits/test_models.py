@@ -30,7 +30,7 @@ def test_token_bucket_burst_below_one_is_refused_on_the_burst_field() -> None:
 
 def test_burst_is_refused_for_a_window_algorithm() -> None:
     limit = LimitFactory.build(operation=OperationFactory(), algorithm="fixed_window", burst=5)
-    assert "only for token bucket and leaky bucket" in errors_of(limit)["burst"][0]
+    assert "only for token bucket, leaky bucket and GCRA" in errors_of(limit)["burst"][0]
 
 
 def test_a_calendar_period_is_refused_without_the_calendar_algorithm() -> None:
