@@ -13,7 +13,7 @@ from apps.enforcement.decisions import unknown_names as names
 from apps.enforcement.fallback.ledger import decision_ledger
 from apps.enforcement.hybrid import counting as hybrid
 from apps.engine import ManualClock
-from apps.engine.names import MemoryNameBudget
+from apps.engine.name_budget import MemoryNameBudget
 from apps.engine.store.redis import RedisStore
 from tests.apikeys.factories import ServiceFactory
 from tests.customers.factories import CustomerFactory

@@ -10,7 +10,7 @@ Entries (all fields Redis strings; the FIELD_* constants below name them):
           ; sync (an exchange of a hybrid limit with audit, hybrid_sync.lua)
     c  customer       o  operation       l  limit name       a  algorithm (engine name)     k  counter key
     n  cost in the limit's unit          q  quantity         p  period ms (0 when none)
-    b  burst/capacity (0 when none)      w  window start ms (fixed_window / calendar; 0 otherwise)
+    b  burst/capacity (0 when none)      w  window start ms (window algorithms; 0 otherwise)
     g  1 if shadow else 0
     m  mode: exact (hybrid for sync)   i  instance (API node id, hostname:pid; a sync entry: the hybrid instance)
     s  lease member (lease events; "" otherwise)             x  lease expiry ms (acquire / renew; 0 otherwise)

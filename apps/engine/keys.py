@@ -5,7 +5,8 @@ contains `:`, `=`, `{`, `}` or a bare `%`, so the separators below cannot be for
 customer, resource or attribute value, and two different values never share a key.
 
     counter      <prefix>:c:{<tag>}:<alg>:<name>[:<component>]*
-                 alg: fw | cal | swc | sl (+ sl.s, its running sum) | tb.<period_ms> | lb.<period_ms> | cc | st
+                 alg: the algorithm's code (registry.py), then .<period_ms> when its entry's key names the
+                 period; an entry's extra keys add their suffix (a sliding log's running sum: sl.s)
                  component: c=<customer> | r=<resource> | i=<ip> | s=<service> | k=<api key prefix>
                  | a.<attr>=<value> | a.<attr>- (absent)
                  (components in the sorted order of their key_by names)
@@ -26,75 +27,45 @@ customer, resource or attribute value, and two different values never share a ke
     log          <prefix>:dlog:{<tag>}   stream: the decision and session log of the counters and leases of hash tag
                  <tag>, capped (XADD MAXLEN ~), see decision_log.py; TTL 2 days after its last entry
 
-A lease id is `<b64 counter key without prefix>.<b64 customer>.<random>`; the lease's member in the
-concurrency set is `<b64 customer>.<random>`, so editing the customer part names a member that
-does not exist, and a decoded key is accepted only if it is a concurrency counter key.
-
-    lease record <prefix>:l:{<tag of its concurrency key>}:<member>   string, what renewing and releasing the lease
-                 need (store/sessions.py); TTL until the lease expires (an allocation's: ALLOCATION_TTL_MS)
+Usage keys are built and parsed by usage_keys.py, lease ids and records by lease_ids.py (KeyLayout has
+both).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
-import secrets
-from functools import lru_cache
 from typing import NamedTuple
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
-from apps.engine.types import (
-    ATTRIBUTE_PREFIX,
-    BUCKETS,
-    CONCURRENCY,
-    SLIDING_LOG,
-    CheckItem,
-    InvalidCheck,
-    LimitSpec,
-)
+from apps.engine.key_text import enc
+from apps.engine.lease_ids import LeaseIds, lease_owner, lease_owner_part
+from apps.engine.limit_spec import LimitSpec
+from apps.engine.reference.concurrency import ALLOCATION_TTL_MS
+from apps.engine.registry import BY_CODE
+from apps.engine.types import ATTRIBUTE_PREFIX, MINUTE_MS, CheckItem, InvalidCheck
+from apps.engine.usage_keys import UsageKeyParts, UsageKeys
 
-ALGORITHM_CODES = {
-    "fixed_window": "fw",
-    "calendar": "cal",
-    "sliding_window": "swc",
-    "sliding_log": "sl",
-    "token_bucket": "tb",
-    "leaky_bucket": "lb",
-    "concurrency": "cc",
-    "session_time": "st",
-}
+# Names other modules import from here: the whole key layout answers at one address.
+__all__ = [
+    "ALLOCATION_TTL_MS",
+    "IDEMPOTENCY_TTL_MS",
+    "MINUTE_MS",
+    "USAGE_TTL_MS",
+    "KeyLayout",
+    "UsageKeyParts",
+    "enc",
+    "lease_owner",
+    "lease_owner_part",
+    "limit_name_of",
+]
+
 IDEMPOTENCY_TTL_MS = 600_000
-# A concurrency set holding allocations (leases that never expire), and their records, live this long after
-# their last change: the one key with no natural end gets a long TTL refreshed by every write (reference/
-# concurrency.py). As long as the epoch key's: the longest-lived key the store writes.
-ALLOCATION_TTL_MS = 7 * 86_400_000
 USAGE_TTL_MS = 2 * 86_400_000
-MINUTE_MS = 60_000
 _MAX_COMPILED = 10_000
-_LEASE_KEY = re.compile(r"c:\{[^{}]+\}:cc:[^:{}]+(?::[^:{}]*)*")
-
-
-@lru_cache(maxsize=65536)
-def enc(value: str) -> str:
-    """Percent-encode one key component (injective; the result has no separator characters)."""
-    return quote(value, safe="")
 
 
 def limit_name_of(counter: str) -> str:
     """The limit name in a counter key without its prefix (`c:{<tag>}:<alg>:<name>[:<component>]*`)."""
     return unquote(counter.split("}:", 1)[1].split(":", 2)[1])
-
-
-def _b64(value: str) -> str:
-    return base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
-
-
-def _unb64(value: str) -> str:
-    decoded = base64.b64decode(value + "=" * (-len(value) % 4), altchars=b"-_", validate=True).decode()
-    if not decoded:
-        raise ValueError("empty")
-    return decoded
 
 
 # A key_by entry compiled: (field, prefix, "") for customer / resource / ip / service / api_key, (None,
@@ -128,21 +99,6 @@ def _components(entries: tuple[_Entry, ...], item: CheckItem) -> str:
     return text
 
 
-class UsageKeyParts(NamedTuple):
-    """What a usage key names (KeyLayout.parse_usage)."""
-
-    customer: str
-    operation: str
-    service: str
-    api_key: str
-    minute: int
-
-
-def _usage_dimensions(service: str, api_key: str) -> str:
-    """The "s=<service>:k=<key>:" part of a usage key, each left out when empty (the module docstring)."""
-    return (f"s={enc(service)}:" if service else "") + (f"k={enc(api_key)}:" if api_key else "")
-
-
 class _Compiled(NamedTuple):
     head: str
     tag_by: str
@@ -151,11 +107,11 @@ class _Compiled(NamedTuple):
 
 
 def _algorithm_segment(spec: LimitSpec) -> str:
-    code = ALGORITHM_CODES[spec.algorithm]
-    return f"{code}.{spec.period_ms}" if spec.algorithm in BUCKETS else code
+    entry = spec.entry
+    return f"{entry.code}.{spec.period_ms}" if entry.key_names_period else entry.code
 
 
-class KeyLayout:
+class KeyLayout(UsageKeys, LeaseIds):
     """Builds every key of one store from its prefix (the prefix is never shared with other data)."""
 
     def __init__(self, prefix: str) -> None:
@@ -175,9 +131,7 @@ class KeyLayout:
         tag_by = "customer" if "customer" in spec.key_by else "ip" if "ip" in spec.key_by else ""
         head = f"{self.prefix}:c:{{" + {"customer": "c=", "ip": "i="}.get(tag_by, "n=" + enc(spec.name))
         segment = _algorithm_segment(spec)
-        tails: tuple[str, ...] = (f"}}:{segment}:{enc(spec.name)}",)
-        if spec.algorithm == SLIDING_LOG:
-            tails += (f"}}:{segment}.s:{enc(spec.name)}",)
+        tails = tuple(f"}}:{segment}{extra}:{enc(spec.name)}" for extra in ("", *spec.entry.extra_keys))
         compiled = _Compiled(head, tag_by, tails, tuple(_entry(entry) for entry in sorted(spec.key_by)))
         self._specs[id(spec)] = (spec, compiled)
         return compiled
@@ -194,12 +148,13 @@ class KeyLayout:
         return tuple(head + tail + components for tail in tails)
 
     def keys_of_counter(self, counter: str) -> tuple[str, ...]:
-        """Every key of the counter named `counter` (a key without the prefix): a sliding log has its sum too."""
+        """Every key of the counter named `counter` (a key without the prefix), with its entry's extra keys."""
         key = f"{self.prefix}:{counter}"
-        segment = f"}}:{ALGORITHM_CODES[SLIDING_LOG]}:"
-        if segment in key:
-            return key, key.replace(segment, f"}}:{ALGORITHM_CODES[SLIDING_LOG]}.s:", 1)
-        return (key,)
+        code = counter.split("}:", 1)[1].split(":", 1)[0]
+        entry = BY_CODE.get(code)
+        if entry is None or not entry.extra_keys:
+            return (key,)
+        return key, *(key.replace(f"}}:{code}:", f"}}:{code}{extra}:", 1) for extra in entry.extra_keys)
 
     def counter_id(self, key: str) -> str:
         """A counter key without this store's prefix: how the counter's records name it (durability.py)."""
@@ -215,86 +170,6 @@ class KeyLayout:
             return None
         return f"{self.prefix}:i:{{c={enc(item.customer)}}}:{enc(item.request_id)}"
 
-    def usage_base(self, item: CheckItem) -> str:
-        """The usage key of `item` without its minute (the script appends the minute of Redis time)."""
-        base = f"{self.prefix}:u:{{c={enc(item.customer)}}}:{enc(item.operation)}:"
-        return base + _usage_dimensions(item.service, item.api_key) if item.service or item.api_key else base
-
-    def usage_key(self, customer: str, operation: str, minute: int, service: str = "", api_key: str = "") -> str:
-        """The usage hash of one customer x operation x service x key prefix x UTC minute (epoch_ms // 60000)."""
-        return f"{self.prefix}:u:{{c={enc(customer)}}}:{enc(operation)}:{_usage_dimensions(service, api_key)}{minute}"
-
     def epoch_key(self) -> str:
         """Set by the first check that finds it missing: its absence means Redis lost its data."""
         return f"{self.prefix}:epoch"
-
-    def usage_index_key(self, minute: int) -> str:
-        """The set listing the usage keys written during `minute`."""
-        return f"{self.prefix}:ui:{minute}"
-
-    def parse_usage_key(self, key: str) -> tuple[str, str, int]:
-        """Split a usage key into (customer, operation, minute)."""
-        parts = self.parse_usage(key)
-        return parts.customer, parts.operation, parts.minute
-
-    def parse_usage(self, key: str) -> UsageKeyParts:
-        """A usage key's customer, operation, service, key prefix and minute ("" for a part it leaves out)."""
-        head = f"{self.prefix}:u:{{c="
-        if not key.startswith(head):
-            raise InvalidCheck(f"not a usage key: {key!r}")
-        customer, rest = key[len(head) :].split("}:", 1)
-        operation, *middle, minute = rest.split(":")
-        got = {part[:2]: unquote(part[2:]) for part in middle}
-        if len(got) != len(middle) or not set(got) <= {"s=", "k="}:
-            raise InvalidCheck(f"not a usage key: {key!r}")
-        return UsageKeyParts(unquote(customer), unquote(operation), got.get("s=", ""), got.get("k=", ""), int(minute))
-
-    def is_away_usage_key(self, key: str) -> bool:
-        """A usage hash tagged by an IP or a limit (a cluster slot's part of a check): records only."""
-        return key.startswith(f"{self.prefix}:u:{{") and not key.startswith(f"{self.prefix}:u:{{c=")
-
-    def parse_away_usage_key(self, key: str) -> tuple[str, int]:
-        """(operation, minute) of an away usage hash `<prefix>:u:{<tag>}:<operation>:<minute>`."""
-        parts = key.split("}:", 1)[1].split(":")
-        return unquote(parts[0]), int(parts[-1])
-
-    def new_lease(self, counter_key: str, customer: str) -> tuple[str, str]:
-        """Mint (lease_id, member) for a lease on `counter_key` held by `customer`."""
-        owner = _b64(customer)
-        member = f"{owner}.{secrets.token_hex(16)}"
-        return f"{_b64(counter_key[len(self.prefix) + 1 :])}.{member}", member
-
-    def lease_record_key(self, counter_key: str, member: str) -> str:
-        """The record of the lease `member` holds on concurrency `counter_key`, in the same hash tag."""
-        tag = counter_key[counter_key.index("{") : counter_key.index("}") + 1]
-        return f"{self.prefix}:l:{tag}:{member}"
-
-    def lease_target(self, lease_id: str) -> tuple[str, str] | None:
-        """(counter key, member) named by a lease id, or None if the id is malformed or not a lease."""
-        parts = lease_id.split(".") if isinstance(lease_id, str) else []
-        if len(parts) != 3 or not parts[2]:
-            return None
-        try:
-            rest = _unb64(parts[0])
-            _unb64(parts[1])
-        except (binascii.Error, UnicodeDecodeError, ValueError):
-            return None
-        if not _LEASE_KEY.fullmatch(rest) or f":{ALGORITHM_CODES[CONCURRENCY]}:" not in rest:
-            return None
-        return f"{self.prefix}:{rest}", f"{parts[1]}.{parts[2]}"
-
-
-def lease_owner_part(customer: str) -> str:
-    """How a lease member names its customer (the part before its first dot)."""
-    return _b64(customer)
-
-
-def lease_owner(lease_id: str) -> str | None:
-    """The customer who acquired `lease_id` (no lookup needed), or None if the id is malformed."""
-    parts = lease_id.split(".") if isinstance(lease_id, str) else []
-    if len(parts) != 3:
-        return None
-    try:
-        return _unb64(parts[1])
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None

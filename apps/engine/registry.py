@@ -1,73 +1,91 @@
-"""ALGORITHMS: every algorithm's name -> its reference model, its Lua fragment(s) and its key code.
+"""ALGORITHMS: every algorithm's name -> its entry (algorithms/base.py: Algorithm), declared in algorithms/<name>.py.
 
-store/redis.py builds the check script from it: lib.lua, CODES (the algorithm numbers of check.lua's
-arguments), one `define(code)` with a branch per algorithm running its fragments (on first use), then
-check.lua.
+Everything else reads this: LimitSpec's validation, the key layout, durability, the check and refund scripts
+(store/redis.py builds lib.lua, CODES, one `define(code)` with a branch per entry running its fragments, then
+check.lua), the limits app (choices, YAML, admin fields, summaries) and the quality audit.
+
+Adding an algorithm: write its reference model, its Lua fragment(s) and algorithms/<name>.py, and list the
+module below. `register` refuses an entry whose declarations contradict each other, at import.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+import re
+from collections.abc import Iterable
+from importlib import resources
 
-from apps.engine.keys import ALGORITHM_CODES
-from apps.engine.reference import (
+from apps.engine.algorithms import (
     calendar,
     concurrency,
     fixed_window,
+    gcra,
     leaky_bucket,
     session_time,
     sliding_log,
     sliding_window,
     token_bucket,
 )
-from apps.engine.reference.base import Params
+from apps.engine.algorithms.base import Algorithm
+
+_ENTRIES = (
+    fixed_window,
+    calendar,
+    sliding_window,
+    sliding_log,
+    token_bucket,
+    leaky_bucket,
+    concurrency,
+    session_time,
+    gcra,
+)
 
 
-class Model(Protocol):
-    """The functions of a reference model module (see apps/engine/reference/__init__.py)."""
-
-    def evaluate(self, state: Any, params: Params, now: int, cost: int) -> tuple[bool, int | None]:
-        """(admits, retry_after_ms or None when the cost can never pass) for `cost` (>= 1) at `now`."""
-        ...
-
-    def consume(self, state: Any, params: Params, now: int, cost: int, lease: Any = None) -> Any:
-        """The state after spending `cost` at `now` (concurrency: holding `lease`)."""
-        ...
-
-    def report(self, state: Any, params: Params, now: int) -> tuple[int, int]:
-        """(remaining units, milliseconds until full) at `now`."""
-        ...
-
-    def expires_at(self, state: Any, params: Params, now: int) -> int:
-        """Epoch ms after which `state` means the same as no state at all."""
-        ...
+def _fragment_text(entry: Algorithm) -> str:
+    lua = resources.files("apps.engine") / "lua"
+    return "\n".join((lua / name).read_text(encoding="utf-8") for name in entry.fragments)
 
 
-@dataclass(frozen=True, slots=True)
-class Algorithm:
-    """One algorithm's three faces: the name operators use, the Python model and the Lua fragment."""
+def _problems(entry: Algorithm, known: dict[str, Algorithm]) -> Iterable[str]:
+    if entry.name in known:
+        yield "its name is taken"
+    if any(other.code == entry.code for other in known.values()):
+        yield f"code {entry.code!r} is taken"
+    if not re.fullmatch(r"[a-z]+", entry.code):
+        yield "a code is lower-case letters (it is a key segment and a Lua table name)"
+    if not entry.refund and not entry.leased:
+        yield "only a leased algorithm may go without a cluster refund (a check spends on the others)"
+    refund = rf"ALG\.{entry.code}\.refund\b|ALG\.{entry.code} = \{{[^}}]*\brefund ="
+    if entry.refund and not re.search(refund, _fragment_text(entry)):
+        yield f"refund=True but its fragments define no ALG.{entry.code}.refund (refund.lua calls it)"
+    if entry.durable and entry.leased:
+        yield "a leased algorithm cannot be durable (its leases live in the store only)"
+    if entry.burst and not any(param.name == "burst" for param in entry.params):
+        yield "burst=True needs the burst parameter"
 
-    name: str
-    code: str
-    model: Model
-    fragments: tuple[str, ...]
+
+def register(modules: Iterable[object]) -> dict[str, Algorithm]:
+    """name -> entry, in order; ValueError naming every contradiction an entry declares."""
+    known: dict[str, Algorithm] = {}
+    for module in modules:
+        entry: Algorithm = getattr(module, "ENTRY")  # noqa: B009 -- every algorithms/<name>.py declares one
+        problems = list(_problems(entry, known))
+        if problems:
+            raise ValueError(f"algorithm {entry.name!r}: " + "; ".join(problems))
+        known[entry.name] = entry
+    return known
 
 
-def _algorithm(name: str, model: Model, *fragments: str) -> Algorithm:
-    return Algorithm(name=name, code=ALGORITHM_CODES[name], model=model, fragments=fragments)
+ALGORITHMS: dict[str, Algorithm] = register(_ENTRIES)
+ALGORITHM_NAMES = tuple(ALGORITHMS)
+# name -> key segment code, in registry order (store/args.py numbers algorithms in this order).
+ALGORITHM_CODES = {name: entry.code for name, entry in ALGORITHMS.items()}
+BY_CODE = {entry.code: entry for entry in ALGORITHMS.values()}
 
 
-ALGORITHMS: dict[str, Algorithm] = {
-    algorithm.name: algorithm
-    for algorithm in (
-        _algorithm("fixed_window", fixed_window, "fixed_window.lua"),
-        _algorithm("calendar", calendar, "calendar.lua"),
-        _algorithm("sliding_window", sliding_window, "sliding_window.lua"),
-        _algorithm("sliding_log", sliding_log, "sliding_log.lua"),
-        _algorithm("token_bucket", token_bucket, "meter.lua", "token_bucket.lua"),
-        _algorithm("leaky_bucket", leaky_bucket, "meter.lua", "leaky_bucket.lua"),
-        _algorithm("concurrency", concurrency, "concurrency.lua"),
-        _algorithm("session_time", session_time, "session_time.lua"),
+def names_where(**declared: object) -> tuple[str, ...]:
+    """The names of the algorithms whose entries declare every given value, e.g. names_where(burst=True)."""
+    return tuple(
+        name
+        for name, entry in ALGORITHMS.items()
+        if all(getattr(entry, field) == value for field, value in declared.items())
     )
-}

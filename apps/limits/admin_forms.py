@@ -13,27 +13,14 @@ from typing import Any
 
 from django import forms
 
+from apps.engine.registry import ALGORITHMS
 from apps.limits.admin_widgets import KeyByField, MatchField
-from apps.limits.choices import BUCKET_ALGORITHMS, HYBRID_ALGORITHMS, SESSION_TIME_UNIT, Algorithm
+from apps.limits.algorithms import ALGORITHM_DEPENDENT_FIELDS, FIXED_UNITS, algorithm_fields
 from apps.limits.models import Limit, Override
 
-# Fields that only some algorithms use; the page hides (and does not send) the others.
-ALGORITHM_DEPENDENT_FIELDS = ("period_seconds", "calendar_period", "burst", "sync_ms", "unit")
-# Algorithms whose unit is fixed: the field is hidden and, when not sent, the unit is set for the operator.
-FIXED_UNITS = {Algorithm.CONCURRENCY.value: "requests", Algorithm.SESSION_TIME.value: SESSION_TIME_UNIT}
 BIG = 2**63 - 1
-
-
-def algorithm_fields(algorithm: str) -> list[str]:
-    """Which of ALGORITHM_DEPENDENT_FIELDS the algorithm uses (the model's clean() refuses the others)."""
-    used = {"calendar_period"} if algorithm == Algorithm.CALENDAR else {"period_seconds"}
-    if algorithm in BUCKET_ALGORITHMS:
-        used.add("burst")
-    if algorithm in HYBRID_ALGORITHMS:
-        used.add("sync_ms")
-    if algorithm not in FIXED_UNITS:
-        used.add("unit")
-    return [name for name in ALGORITHM_DEPENDENT_FIELDS if name in used]
+# What the algorithm field explains: each algorithm's own summary (the engine registry's).
+ALGORITHM_HELP = "; ".join(f"{entry.label}: {entry.summary}" for entry in ALGORITHMS.values())
 
 
 def positive_field(label: str, message: str, *, required: bool = True, help_text: str = "") -> forms.IntegerField:
@@ -92,17 +79,28 @@ class LimitAdminForm(forms.ModelForm):
         model = Limit
         # The admin's fieldsets decide what shows; this list is for the form used on its own.
         fields = (
-            "name", "operation", "plan", "description", "algorithm", "quantity", "unit", "period_seconds",
-            "calendar_period", "burst", "key_by", "match", "mode", "on_store_failure", "sync_ms", "audit",
-        )  # fmt: skip
+            "name",
+            "operation",
+            "plan",
+            "description",
+            "algorithm",
+            "quantity",
+            "unit",
+            "period_seconds",
+            "calendar_period",
+            "burst",
+            "key_by",
+            "match",
+            "mode",
+            "on_store_failure",
+            "sync_ms",
+            "audit",
+        )
         help_texts = {
             "name": "A unique name; import_limits and export_limits find the limit by it.",
             "operation": "The operation this limit counts.",
             "plan": "Empty: every customer. Otherwise only customers on this plan.",
-            "algorithm": "Calendar counts per day, week or month in the customer's time zone; the others count "
-            "over a period in seconds. Token and leaky buckets admit bursts up to their burst; concurrency counts "
-            "leases held at once; session time counts the seconds leases are held per period (unit: seconds), "
-            "refusing to acquire or renew a lease once they are spent. Fields an algorithm does not use are hidden.",
+            "algorithm": f"{ALGORITHM_HELP}. Fields an algorithm does not use are hidden.",
             "mode": "Shadow counts and reports would-be rejections but never rejects; disabled skips the limit.",
             "on_store_failure": "What to do when Redis cannot be reached.",
             "calendar_period": "Only for the calendar algorithm (<code>period: day|week|month</code> in limits.yaml).",
@@ -114,7 +112,7 @@ class LimitAdminForm(forms.ModelForm):
         if "unit" in self.fields:  # not there for someone who may only view
             self.fields["unit"].required = False
         if "algorithm" in self.fields:
-            fields = {algorithm: algorithm_fields(algorithm) for algorithm in Algorithm.values}
+            fields = {algorithm: algorithm_fields(algorithm) for algorithm in ALGORITHMS}
             self.fields["algorithm"].widget.attrs["data-fields"] = json.dumps(
                 {"dependent": ALGORITHM_DEPENDENT_FIELDS, "used": fields}
             )
@@ -152,5 +150,14 @@ class OverrideAdminForm(forms.ModelForm):
     class Meta:
         model = Override
         fields = (
-            "customer", "limit", "resource", "match", "quantity", "burst", "unlimited", "starts", "ends", "reason",
-        )  # fmt: skip
+            "customer",
+            "limit",
+            "resource",
+            "match",
+            "quantity",
+            "burst",
+            "unlimited",
+            "starts",
+            "ends",
+            "reason",
+        )

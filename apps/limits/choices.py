@@ -1,4 +1,5 @@
-"""The vocabulary of limits: algorithms, modes, failure policies, rule actions, and what a key may be made of."""
+"""The vocabulary of limits: modes, failure policies, rule actions, and what a key may be made of (the
+algorithms: algorithms.py, from the engine registry)."""
 
 from typing import Any
 
@@ -15,23 +16,12 @@ DEFAULT_KEY_BY = ["customer", "resource"]
 
 
 class Algorithm(models.TextChoices):
-    FIXED_WINDOW = "fixed_window", "fixed window"
+    """The algorithms other code treats by name: calendar periods and leases. Every algorithm, with its
+    choices, fields and rules, is read from the engine's registry (apps/limits/algorithms.py)."""
+
     CALENDAR = "calendar", "calendar"
-    SLIDING_WINDOW = "sliding_window", "sliding window"
-    SLIDING_LOG = "sliding_log", "sliding log"
-    TOKEN_BUCKET = "token_bucket", "token bucket"
-    LEAKY_BUCKET = "leaky_bucket", "leaky bucket"
     CONCURRENCY = "concurrency", "concurrency"
     SESSION_TIME = "session_time", "session time"
-
-
-BUCKET_ALGORITHMS = (Algorithm.TOKEN_BUCKET, Algorithm.LEAKY_BUCKET)
-# The seconds a session_time limit counts are its unit.
-SESSION_TIME_UNIT = "seconds"
-# Algorithms whose counters can be counted hybrid (seed 004: window counts exchanged between instances).
-HYBRID_ALGORITHMS = (Algorithm.FIXED_WINDOW, Algorithm.CALENDAR, Algorithm.SLIDING_WINDOW)
-# Below this a hybrid interval saves little over asking Redis on every check.
-MIN_SYNC_MS = 10
 
 
 class CalendarPeriod(models.TextChoices):

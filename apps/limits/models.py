@@ -12,12 +12,9 @@ from apps.common.validators import (
     validate_name,
     validate_string_map,
 )
+from apps.limits.algorithms import algorithm_choices, burst_errors, period_errors, sync_errors, unit_errors
 from apps.limits.choices import (
-    BUCKET_ALGORITHMS,
-    HYBRID_ALGORITHMS,
-    MIN_SYNC_MS,
-    SESSION_TIME_UNIT,
-    Algorithm,
+    Algorithm,  # noqa: F401 -- callers import the vocabulary with the models
     CalendarPeriod,
     Mode,
     RuleAction,
@@ -50,7 +47,7 @@ class Limit(TimeStampedModel):
     name = models.CharField(max_length=100, unique=True, validators=[validate_name])
     description = models.TextField(blank=True)
     operation = models.ForeignKey(Operation, on_delete=models.PROTECT, related_name="limits")
-    algorithm = models.CharField(max_length=20, choices=Algorithm.choices)
+    algorithm = models.CharField(max_length=20, choices=algorithm_choices)
     quantity = models.PositiveBigIntegerField(help_text="How much is admitted per period (or leases held at once).")
     period_seconds = models.PositiveIntegerField(
         null=True, blank=True, help_text="Window length in seconds (for concurrency: the longest lease)."
@@ -105,61 +102,22 @@ class Limit(TimeStampedModel):
 
     def clean(self) -> None:
         errors: dict[str, list[str]] = {}
-        problems = [*self._period_errors(), *self._burst_errors(), *self._key_errors(), *self._sync_errors()]
+        problems = [*period_errors(self), *burst_errors(self), *self._key_errors(), *sync_errors(self)]
         for field, message in problems:
             errors.setdefault(field, []).append(message)
         if errors:
             raise ValidationError(errors)
 
-    def _period_errors(self) -> list[tuple[str, str]]:
-        if self.algorithm == Algorithm.CALENDAR:
-            errors = []
-            if not self.calendar_period:
-                errors.append(("calendar_period", "A calendar limit needs a calendar period: day, week or month."))
-            if self.period_seconds is not None:
-                errors.append(("period_seconds", "A calendar limit counts per day, week or month, not in seconds."))
-            return errors
-        if self.calendar_period:
-            return [("calendar_period", "Calendar periods are only for the calendar algorithm; give seconds instead.")]
-        if self.period_seconds is None:
-            return [("period_seconds", "Give the period in seconds.")]
-        return []
-
-    def _burst_errors(self) -> list[tuple[str, str]]:
-        if self.burst is None:
-            return []
-        if self.algorithm not in BUCKET_ALGORITHMS:
-            return [("burst", "Burst is only for token bucket and leaky bucket limits.")]
-        if self.burst < 1:
-            return [("burst", "Burst must be at least 1.")]
-        return []
-
     def _key_errors(self) -> list[tuple[str, str]]:
         errors = [("key_by", message) for message in key_by_errors(self.key_by)]
         if not ATTRIBUTE_NAME_PATTERN.match(self.unit or ""):
             errors.append(("unit", "The unit must be a short name such as requests, records or bytes."))
-        if self.algorithm == Algorithm.CONCURRENCY and self.unit != "requests":
-            errors.append(("unit", "A concurrency limit counts leases; its unit must be requests."))
-        if self.algorithm == Algorithm.SESSION_TIME and self.unit != SESSION_TIME_UNIT:
-            errors.append(
-                ("unit", "A session time limit counts the seconds leases are held; its unit must be seconds.")
-            )
+        errors += unit_errors(self)
         try:
             validate_string_map(self.match)
         except ValidationError as error:
             errors.extend(("match", message) for message in error.messages)
         return errors
-
-    def _sync_errors(self) -> list[tuple[str, str]]:
-        if self.sync_ms is None:
-            return []
-        if self.algorithm not in HYBRID_ALGORITHMS:
-            return [("sync_ms", "Hybrid counting is for fixed window, calendar and sliding window limits only.")]
-        if self.sync_ms < MIN_SYNC_MS:
-            return [("sync_ms", f"Exchange at most every {MIN_SYNC_MS} ms: a shorter interval is exact counting.")]
-        if self.period_seconds is not None and self.sync_ms > self.period_seconds * 1000:
-            return [("sync_ms", "The interval cannot be longer than the window: counts are exchanged at its end.")]
-        return []
 
     @property
     def capacity(self) -> int:

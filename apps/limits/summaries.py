@@ -4,7 +4,9 @@ Every function here is pure: it reads only the fields of the limit it is given (
 objects, no database), so it works on unsaved limits and costs nothing in a changelist.
 """
 
-from apps.limits.models import BUCKET_ALGORITHMS, Algorithm, Limit
+from apps.limits.algorithms import algorithm_phrase, is_calendar
+from apps.limits.choices import Algorithm
+from apps.limits.models import Limit
 
 # Largest first: a period is named in the largest unit that divides it evenly.
 PERIOD_UNITS = (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
@@ -50,7 +52,7 @@ def limit_summary(limit: Limit) -> str:
         return _concurrency_summary(limit)
     period = (
         f"per {limit.calendar_period}"
-        if limit.algorithm == Algorithm.CALENDAR and limit.calendar_period
+        if is_calendar(limit.algorithm) and limit.calendar_period
         else period_phrase(limit.period_seconds)
     )
     head = " ".join(
@@ -58,7 +60,7 @@ def limit_summary(limit: Limit) -> str:
         for part in (amount_phrase(limit.quantity, limit.unit), period, _key_part(limit), match_phrase(limit.match))
         if part
     )
-    return f"{head}, {_algorithm_phrase(limit)}, {limit.mode}"
+    return f"{head}, {algorithm_phrase(limit)}, {limit.mode}"
 
 
 def _concurrency_summary(limit: Limit) -> str:
@@ -72,10 +74,3 @@ def _concurrency_summary(limit: Limit) -> str:
 def _key_part(limit: Limit) -> str:
     phrase = key_phrase(limit.key_by)
     return phrase if phrase.startswith("per ") else f"({phrase})"
-
-
-def _algorithm_phrase(limit: Limit) -> str:
-    label = Algorithm(limit.algorithm).label if limit.algorithm in Algorithm.values else str(limit.algorithm)
-    if limit.algorithm in BUCKET_ALGORITHMS and limit.quantity is not None:
-        return f"{label} (burst {limit.capacity})"
-    return str(label)

@@ -4,7 +4,6 @@ check after them still rebuilds and counts. Through the HTTP stack, with the pro
 
 import pytest
 
-from apps.limits.models import Algorithm
 from apps.usage.services import usage_flush
 from tests.api_fixtures import client_with
 from tests.limits.factories import CalendarLimitFactory, LimitFactory, OperationFactory
@@ -22,12 +21,8 @@ def api(service_key, seeded_engine):
 def durable_limits(db):
     operation = OperationFactory(name="PutRecords")
     CalendarLimitFactory(name="daily", operation=operation, quantity=100)
-    LimitFactory(
-        name="hourly-log", operation=operation, algorithm=Algorithm.SLIDING_LOG, quantity=50, period_seconds=3600
-    )
-    LimitFactory(
-        name="hourly-bucket", operation=operation, algorithm=Algorithm.TOKEN_BUCKET, quantity=50, period_seconds=3600
-    )
+    LimitFactory(name="hourly-log", operation=operation, algorithm="sliding_log", quantity=50, period_seconds=3600)
+    LimitFactory(name="hourly-bucket", operation=operation, algorithm="token_bucket", quantity=50, period_seconds=3600)
 
 
 def keys(redis_client, key_prefix) -> dict:

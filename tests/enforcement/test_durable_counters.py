@@ -23,12 +23,12 @@ CHECK = {
     "attributes": {"Kind": "x"},
 }
 ALGORITHMS = {
-    Algorithm.FIXED_WINDOW: {"period_seconds": 3600},
+    "fixed_window": {"period_seconds": 3600},
     Algorithm.CALENDAR: {"period_seconds": None, "calendar_period": "day"},
-    Algorithm.SLIDING_WINDOW: {"period_seconds": 3600},
-    Algorithm.SLIDING_LOG: {"period_seconds": 3600},
-    Algorithm.TOKEN_BUCKET: {"period_seconds": 3600},
-    Algorithm.LEAKY_BUCKET: {"period_seconds": 3600},
+    "sliding_window": {"period_seconds": 3600},
+    "sliding_log": {"period_seconds": 3600},
+    "token_bucket": {"period_seconds": 3600},
+    "leaky_bucket": {"period_seconds": 3600},
 }
 SCOPES = {
     "customer+resource": {"key_by": ["customer", "resource"]},

@@ -15,7 +15,7 @@ from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.enforcement.fallback import fallback_purge, heartbeat
 from apps.enforcement.models import FallbackCounter, FallbackRequest, InstanceHeartbeat
 from apps.engine.store.redis import RedisStore
-from apps.limits.models import Algorithm, StoreFailurePolicy
+from apps.limits.models import StoreFailurePolicy
 from tests.api_fixtures import client_with
 from tests.limits.factories import LimitFactory, OperationFactory
 from tests.servers import free_port
@@ -99,7 +99,7 @@ def test_database_policy_refuses_a_cost_above_the_window_for_good(api_without_re
 
 
 def test_local_enforces_this_instances_share_of_the_limit(api_without_redis, monkeypatch) -> None:
-    limit(StoreFailurePolicy.LOCAL, quantity=4, algorithm=Algorithm.FIXED_WINDOW)
+    limit(StoreFailurePolicy.LOCAL, quantity=4, algorithm="fixed_window")
     monkeypatch.setattr(heartbeat, "_live", 2)
 
     statuses = [check(api_without_redis, customer="acct-local").status_code for _ in range(3)]

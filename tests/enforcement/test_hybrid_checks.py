@@ -8,7 +8,6 @@ import pytest
 from django.db.models import Sum
 
 from apps.enforcement.fallback.ledger import decision_ledger
-from apps.limits.models import Algorithm
 from apps.usage.models import UsageMinute
 from apps.usage.services import usage_flush
 from tests.limits.factories import LimitFactory, OperationFactory
@@ -23,7 +22,7 @@ def operation(db):
 
 
 def hot_limit(operation, quantity: int = 5, **fields):
-    defaults = {"algorithm": Algorithm.FIXED_WINDOW, "period_seconds": 3600, "key_by": ["customer"], "sync_ms": 1000}
+    defaults = {"algorithm": "fixed_window", "period_seconds": 3600, "key_by": ["customer"], "sync_ms": 1000}
     return LimitFactory(name="hot", operation=operation, quantity=quantity, **{**defaults, **fields})
 
 
@@ -50,7 +49,7 @@ def test_checks_on_a_hybrid_limit_reach_redis_once_per_interval_not_per_check(ap
 
 def test_an_exact_limit_refusing_gives_the_hybrid_reservation_back(api, operation) -> None:
     hot_limit(operation, quantity=10)
-    LimitFactory(name="exact", operation=operation, quantity=2, algorithm=Algorithm.FIXED_WINDOW, period_seconds=3600)
+    LimitFactory(name="exact", operation=operation, quantity=2, algorithm="fixed_window", period_seconds=3600)
     answers = [check(api).json() for _ in range(4)]
     assert [answer["allowed"] for answer in answers] == [True, True, False, False]
     assert {limit["name"]: limit["mode"] for limit in answers[0]["limits"]} == {"hot": "hybrid", "exact": "exact"}
@@ -60,7 +59,7 @@ def test_an_exact_limit_refusing_gives_the_hybrid_reservation_back(api, operatio
 
 def test_a_hybrid_refusal_spends_nothing_of_the_exact_limits(api, operation) -> None:
     hot_limit(operation, quantity=2)
-    LimitFactory(name="exact", operation=operation, quantity=10, algorithm=Algorithm.FIXED_WINDOW, period_seconds=3600)
+    LimitFactory(name="exact", operation=operation, quantity=10, algorithm="fixed_window", period_seconds=3600)
     answers = [check(api).json() for _ in range(4)]
     assert [answer["allowed"] for answer in answers] == [True, True, False, False]
     exact = [next(limit for limit in answer["limits"] if limit["name"] == "exact") for answer in answers]
@@ -69,7 +68,7 @@ def test_a_hybrid_refusal_spends_nothing_of_the_exact_limits(api, operation) -> 
 
 def test_usage_counts_hybrid_decisions_once(api, operation, engine, clock) -> None:
     hot_limit(operation, quantity=3)
-    LimitFactory(name="exact", operation=operation, quantity=100, algorithm=Algorithm.FIXED_WINDOW, period_seconds=3600)
+    LimitFactory(name="exact", operation=operation, quantity=100, algorithm="fixed_window", period_seconds=3600)
     for _ in range(5):
         check(api)
     check(api, dry_run=True)

@@ -18,7 +18,7 @@ from apps.enforcement.decisions.services import decide
 from apps.enforcement.fallback.ledger import decision_ledger
 from apps.engine import CheckItem, LimitSpec
 from apps.engine.store.stored_decisions import check_fingerprint, stored_replay, stored_text
-from apps.limits.models import Algorithm, Limit
+from apps.limits.models import Limit
 from apps.limits.snapshot import snapshot_build
 from apps.limits.snapshot_holder import snapshot_holder_reset
 from apps.usage.models import UsageMinute
@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("own_hybrid_counter
 def hot(db) -> Limit:
     operation = OperationFactory(name="PutRecords")
     return LimitFactory(
-        name="hot", operation=operation, quantity=30, algorithm=Algorithm.FIXED_WINDOW, period_seconds=3600,
+        name="hot", operation=operation, quantity=30, algorithm="fixed_window", period_seconds=3600,
         key_by=["customer"], sync_ms=60_000,
     )  # fmt: skip
 

@@ -7,7 +7,6 @@ from apps.enforcement.decisions.specs import counter_reach_ms, limit_spec_of
 from apps.engine import CheckItem, KeyLayout
 from apps.engine.durability import reach_ms
 from apps.engine.store.redis import RedisStore
-from apps.limits.models import Algorithm
 from apps.limits.snapshot_holder import snapshot_current, snapshot_holder_reset
 from apps.ops.jobs import flush_usage
 from apps.usage.models import CounterRecord
@@ -36,7 +35,7 @@ def test_a_window_is_kept_for_its_reach_and_a_calendar_quota_for_its_longest_per
 
 
 def test_an_override_that_slows_a_bucket_keeps_its_records_longer() -> None:
-    bucket = LimitFactory(name="bucket", algorithm=Algorithm.TOKEN_BUCKET, quantity=100, period_seconds=60, burst=100)
+    bucket = LimitFactory(name="bucket", algorithm="token_bucket", quantity=100, period_seconds=60, burst=100)
     plain = reach_ms(limit_spec_of(next(iter(snapshot_current().limits_by_operation.values()))[0]))
     OverrideFactory(limit=bucket, quantity=10)
     snapshot_holder_reset()

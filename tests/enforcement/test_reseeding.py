@@ -76,14 +76,14 @@ def config(**changes) -> LimitConfig:
     ("changes", "expected"),
     [
         ({}, True),
-        ({"algorithm": Algorithm.FIXED_WINDOW, "calendar_period": None, "period_s": 3600}, True),
-        ({"algorithm": Algorithm.SLIDING_WINDOW, "calendar_period": None, "period_s": 3600}, True),
-        ({"algorithm": Algorithm.SLIDING_LOG, "calendar_period": None, "period_s": 60}, True),
-        ({"algorithm": Algorithm.TOKEN_BUCKET, "calendar_period": None, "period_s": 60}, True),
+        ({"algorithm": "fixed_window", "calendar_period": None, "period_s": 3600}, True),
+        ({"algorithm": "sliding_window", "calendar_period": None, "period_s": 3600}, True),
+        ({"algorithm": "sliding_log", "calendar_period": None, "period_s": 60}, True),
+        ({"algorithm": "token_bucket", "calendar_period": None, "period_s": 60}, True),
         ({"key_by": ("customer", "resource"), "match": (("ScalingType", "Uniform"),), "plan": "free"}, True),
         ({"mode": Mode.SHADOW}, True),
-        ({"algorithm": Algorithm.FIXED_WINDOW, "calendar_period": None, "period_s": 30}, False),
-        ({"algorithm": Algorithm.LEAKY_BUCKET, "calendar_period": None, "period_s": 1}, False),
+        ({"algorithm": "fixed_window", "calendar_period": None, "period_s": 30}, False),
+        ({"algorithm": "leaky_bucket", "calendar_period": None, "period_s": 1}, False),
         ({"algorithm": Algorithm.CONCURRENCY, "calendar_period": None, "period_s": 3600}, False),
     ],
 )
@@ -94,6 +94,6 @@ def test_every_window_log_or_bucket_of_a_minute_or_longer_is_durable_whatever_it
 def test_a_limit_whose_records_would_reach_past_their_retention_is_not_durable(settings) -> None:
     settings.QUOTA_COUNTER_RECORD_DAYS = 35
     monthly = limit_spec_of(config(calendar_period="month"))
-    longer = limit_spec_of(config(algorithm=Algorithm.FIXED_WINDOW, calendar_period=None, period_s=40 * 86_400))
+    longer = limit_spec_of(config(algorithm="fixed_window", calendar_period=None, period_s=40 * 86_400))
 
     assert (monthly.durable, longer.durable) == (True, False)

@@ -31,16 +31,12 @@ def live_engine(redis_client, key_prefix):
 @pytest.fixture
 def every_algorithm(db):
     put, get = OperationFactory(name="PutRecords"), OperationFactory(name="GetRecords")
-    LimitFactory(name="fw", operation=put, algorithm=Algorithm.FIXED_WINDOW, quantity=40, period_seconds=60)
+    LimitFactory(name="fw", operation=put, algorithm="fixed_window", quantity=40, period_seconds=60)
     CalendarLimitFactory(name="cal", operation=put, quantity=60, key_by=["customer", "resource"])
-    LimitFactory(name="swc", operation=put, algorithm=Algorithm.SLIDING_WINDOW, quantity=50, period_seconds=2)
-    LimitFactory(
-        name="log", operation=get, algorithm=Algorithm.SLIDING_LOG, quantity=30, period_seconds=2, key_by=["ip"]
-    )
-    LimitFactory(name="tb", operation=get, algorithm=Algorithm.TOKEN_BUCKET, quantity=20, period_seconds=1)
-    LimitFactory(
-        name="lb", operation=get, algorithm=Algorithm.LEAKY_BUCKET, quantity=20, period_seconds=1, unit="records"
-    )
+    LimitFactory(name="swc", operation=put, algorithm="sliding_window", quantity=50, period_seconds=2)
+    LimitFactory(name="log", operation=get, algorithm="sliding_log", quantity=30, period_seconds=2, key_by=["ip"])
+    LimitFactory(name="tb", operation=get, algorithm="token_bucket", quantity=20, period_seconds=1)
+    LimitFactory(name="lb", operation=get, algorithm="leaky_bucket", quantity=20, period_seconds=1, unit="records")
     LimitFactory(name="slots", operation=OperationFactory(name="Stream"), algorithm=Algorithm.CONCURRENCY, quantity=3,
                  period_seconds=None)  # fmt: skip
 

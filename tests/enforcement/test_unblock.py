@@ -57,7 +57,7 @@ def test_unblocking_resets_every_resource_and_bucket_of_that_limit_only(api, eng
     CustomerFactory(external_id="acct-1")
     operation = OperationFactory(name="PutRecords")
     LimitFactory(name="per-shard", operation=operation, quantity=1, key_by=["customer", "resource"])
-    LimitFactory(name="bucket", operation=operation, algorithm=Algorithm.TOKEN_BUCKET, quantity=5, period_seconds=60)
+    LimitFactory(name="bucket", operation=operation, algorithm="token_bucket", quantity=5, period_seconds=60)
     LimitFactory(name="untouched", operation=operation, quantity=100)
     for shard in ("s-1", "s-2", "weird:{shard}*"):
         assert check(api, operation="PutRecords", resource=shard).status_code == 200

@@ -20,7 +20,9 @@ WINDOWED = ("fixed_window", "calendar", "sliding_window")
 
 
 def spec_strategy() -> st.SearchStrategy[LimitSpec]:
-    algorithm = st.sampled_from(["fixed_window", "sliding_window", "sliding_log", "token_bucket", "leaky_bucket"])
+    algorithm = st.sampled_from(
+        ["fixed_window", "sliding_window", "sliding_log", "token_bucket", "leaky_bucket", "gcra"]
+    )
     timed = st.builds(
         LimitSpec,
         name=st.just("lim"),

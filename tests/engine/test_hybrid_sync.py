@@ -1,4 +1,4 @@
-"""hybrid_sync.lua (apps/engine/hybrid.py) answers every exchange exactly as its reference model
+"""hybrid_sync.lua (apps/engine/hybrid_peers.py) answers every exchange exactly as its reference model
 quota_client.hybrid.MemoryPeers does, on one Redis and on a Redis Cluster, and drives HybridCounter alike."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from quota_client.hybrid import MAX_INSTANCES, SATURATED, HybridConfig, HybridCounter, MemoryPeers, fixed_windows
 
 from apps.engine import ManualClock
-from apps.engine.hybrid import RedisPeers, hybrid_key
+from apps.engine.hybrid_peers import RedisPeers, hybrid_key
 
 WINDOW = 10_000
 RETENTION = 3 * WINDOW

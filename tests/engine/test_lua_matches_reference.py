@@ -77,7 +77,7 @@ def limit_strategy(algorithm: str) -> st.SearchStrategy[LimitSpec]:
         )
     elif algorithm == "concurrency":
         spec = st.builds(LimitSpec, quantity=st.integers(0, 4), **common)
-    elif algorithm in ("token_bucket", "leaky_bucket"):
+    elif algorithm in ("token_bucket", "leaky_bucket", "gcra"):
         burst = st.none() | st.integers(1, 8)
         spec = st.builds(LimitSpec, quantity=st.integers(1, 5), period_s=period, burst=burst, **common)
     else:
@@ -203,7 +203,7 @@ class EngineComparison(RuleBasedStateMachine):
 
     @rule(quantity=st.integers(0, 8), burst=st.none() | st.integers(1, 8))
     def change_limit(self, quantity: int, burst: int | None) -> None:
-        if self.algorithm in ("token_bucket", "leaky_bucket"):
+        if self.algorithm in ("token_bucket", "leaky_bucket", "gcra"):
             self.spec = replace(self.spec, quantity=max(1, quantity), burst=burst)
             if self.algorithm == "leaky_bucket":
                 # A shaper's departures already promised keep the times the old rate gave them; the new rate
@@ -329,7 +329,7 @@ def check_log(spec: LimitSpec, events: list[Admitted], quantity: int, capacity: 
             invariants.assert_sliding(events, spec.period_ms, quantity)
     elif spec.algorithm == "calendar":
         invariants.assert_calendar_windows(events, zone, spec.calendar_period or "day", quantity)
-    elif spec.algorithm in ("token_bucket", "leaky_bucket"):
+    elif spec.algorithm in ("token_bucket", "leaky_bucket", "gcra"):
         invariants.assert_bucket(events, quantity, spec.period_ms, capacity)
 
 
@@ -342,6 +342,7 @@ ALGORITHMS = [
     "leaky_bucket",
     "concurrency",
     "session_time",
+    "gcra",
 ]
 
 

@@ -29,6 +29,7 @@ DURABLE = {
     "sliding_log": dict(period_s=3600),
     "token_bucket": dict(period_s=3600),
     "leaky_bucket": dict(period_s=3600),
+    "gcra": dict(period_s=3600),
 }
 SCOPES = [("customer",), ("customer", "resource"), ("customer", "attr:Kind"), ("ip",), ()]
 

@@ -18,7 +18,7 @@ class LimitFactory(factory.django.DjangoModelFactory):
 
     name = factory.Sequence(lambda n: f"limit-{n}")
     operation = factory.SubFactory(OperationFactory)
-    algorithm = Algorithm.FIXED_WINDOW
+    algorithm = "fixed_window"
     quantity = 10
     period_seconds = 60
     key_by = factory.LazyFunction(lambda: ["customer"])

@@ -122,7 +122,7 @@ def _limit_form_data(**changes: object) -> dict[str, object]:
         "description": "",
         "operation": OperationFactory(name="PutRecords").pk,
         "plan": "",
-        "algorithm": Algorithm.FIXED_WINDOW,
+        "algorithm": "fixed_window",
         "quantity": 100,
         "unit": "requests",
         "period_seconds": 60,

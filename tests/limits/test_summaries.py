@@ -8,7 +8,7 @@ from apps.limits.summaries import limit_summary, period_phrase
 
 def _limit(**fields: object) -> Limit:
     defaults: dict[str, object] = {
-        "algorithm": Algorithm.FIXED_WINDOW,
+        "algorithm": "fixed_window",
         "quantity": 10,
         "period_seconds": 60,
         "key_by": ["customer"],
@@ -28,13 +28,13 @@ def _limit(**fields: object) -> Limit:
             id="calendar",
         ),
         pytest.param(
-            {"algorithm": Algorithm.TOKEN_BUCKET, "quantity": 1000, "period_seconds": 1, "burst": 2000,
+            {"algorithm": "token_bucket", "quantity": 1000, "period_seconds": 1, "burst": 2000,
              "unit": "records", "key_by": ["customer", "resource"]},
             "1000 records per second per customer+resource, token bucket (burst 2000), enforce",
             id="token-bucket",
         ),
         pytest.param(
-            {"algorithm": Algorithm.LEAKY_BUCKET, "quantity": 50, "period_seconds": 300, "mode": "disabled"},
+            {"algorithm": "leaky_bucket", "quantity": 50, "period_seconds": 300, "mode": "disabled"},
             "50 requests per 5 minutes per customer, leaky bucket (burst 50), disabled",
             id="leaky-bucket-burst-defaults-to-quantity",
         ),
@@ -44,12 +44,12 @@ def _limit(**fields: object) -> Limit:
             id="fixed-window",
         ),
         pytest.param(
-            {"algorithm": Algorithm.SLIDING_WINDOW, "quantity": 600, "period_seconds": 3600, "key_by": []},
+            {"algorithm": "sliding_window", "quantity": 600, "period_seconds": 3600, "key_by": []},
             "600 requests per hour (global), sliding window, enforce",
             id="sliding-window-global",
         ),
         pytest.param(
-            {"algorithm": Algorithm.SLIDING_LOG, "quantity": 3, "period_seconds": 90, "key_by": ["attr:stream"]},
+            {"algorithm": "sliding_log", "quantity": 3, "period_seconds": 90, "key_by": ["attr:stream"]},
             "3 requests per 90 seconds per attr:stream, sliding log, enforce",
             id="sliding-log",
         ),

@@ -13,7 +13,7 @@ from quota_client.hybrid import HybridConfig, HybridCounter, fixed_windows
 
 from apps.engine import CheckItem, KeyLayout, LimitSpec, ManualClock
 from apps.engine.decision_log import log_key_of, parse_entry
-from apps.engine.hybrid import RedisPeers, SyncLog, hybrid_key
+from apps.engine.hybrid_peers import RedisPeers, SyncLog, hybrid_key
 from apps.quality.models import DecisionEvent
 from apps.quality.selectors import EPOCH
 from apps.quality.services.audits import audit_quality_run, log_filters

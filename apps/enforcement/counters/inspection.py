@@ -20,7 +20,8 @@ from apps.common.exceptions import ApplicationError
 from apps.enforcement.counters.guarded_store import engine_store
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.engine import CheckItem, MemoryStore, Store
-from apps.engine.keys import ALGORITHM_CODES, KeyLayout, enc
+from apps.engine.keys import KeyLayout, enc
+from apps.engine.registry import ALGORITHM_CODES
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, Mode
 from apps.limits.resolution import limit_effective

@@ -62,7 +62,7 @@ class CheckInputSerializer(CheckTargetSerializer):
         max_value=MAX_WAIT_MS,
         required=False,
         default=0,
-        help_text="How long the caller accepts to wait before proceeding on a leaky_bucket limit (a shaper): a check "
+        help_text="How long the caller accepts to wait before proceeding on a shaper limit (a leaky bucket): a check "
         "that fits within this wait is admitted with `delay_ms`, so admitted requests leave at the limit's rate; "
         "0 (the default): refused unless it fits now.",
     )
@@ -95,7 +95,7 @@ class DecisionSerializer(serializers.Serializer):
     retry_after_ms = serializers.IntegerField(allow_null=True, help_text="null: waiting will not help.")
     delay_ms = serializers.IntegerField(
         min_value=0,
-        help_text="Allowed checks only: wait this many milliseconds before proceeding (a leaky_bucket limit queued "
+        help_text="Allowed checks only: wait this many milliseconds before proceeding (a shaper limit queued "
         "the check within its max_wait_ms, the largest wait among such limits); 0: proceed now.",
     )
     degraded = serializers.BooleanField()

@@ -11,7 +11,7 @@ from django.conf import settings
 from apps.engine import LimitSpec
 from apps.engine.durability import reach_ms
 from apps.engine.keys import limit_name_of
-from apps.limits.choices import HYBRID_ALGORITHMS
+from apps.limits.algorithms import HYBRID_ALGORITHMS
 from apps.limits.models import Algorithm, Mode
 from apps.limits.resolution import apply_override
 from apps.limits.snapshot import LimitConfig, Snapshot

@@ -23,7 +23,7 @@ from apps.common import metrics
 from apps.common.exceptions import NotFound
 from apps.enforcement.counters.guarded_store import engine_call
 from apps.engine import CheckItem
-from apps.engine.names import MemoryNameBudget
+from apps.engine.name_budget import MemoryNameBudget
 from apps.limits.snapshot import Snapshot
 
 OTHER_NAME = "(other)"

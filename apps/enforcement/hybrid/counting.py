@@ -1,7 +1,7 @@
 """Hybrid counting in the API server (issue 16, docs/hybrid.md): a limit with `sync_ms` is decided by this worker
 process on its own count and what the other instances reported, exchanged with Redis every `sync_ms` and at
 window ends (quota_client.hybrid, the same algorithm the SDK's local limiter runs; the exchange is
-apps/engine/hybrid.py). A background thread looks every TICK_S for counters due, so most exchanges happen off the
+apps/engine/hybrid_peers.py). A background thread looks every TICK_S for counters due, so most exchanges happen off the
 requests and what this worker admitted reaches the others within `sync_ms` even when it goes quiet; a request
 that finds its counter's exchange due (the thread not there yet) makes it itself, so no decision uses counts
 older than `sync_ms`; a counter nobody asks stops exchanging.
@@ -45,8 +45,9 @@ from apps.enforcement.counters.recovery import Spending
 from apps.enforcement.counters.seeding import recorded_windows
 from apps.enforcement.hybrid.stores import CLOCK, key_layout, peers_for, peers_reset
 from apps.engine import CheckItem, LimitResult, LimitSpec
-from apps.engine.hybrid import RedisPeers, SyncLog, hybrid_key
+from apps.engine.hybrid_peers import RedisPeers, SyncLog, hybrid_key
 from apps.engine.reference.calendar import pick_window, window_bounds
+from apps.engine.registry import ALGORITHMS
 from apps.limits.models import Algorithm
 from apps.limits.snapshot import LimitConfig
 
@@ -190,7 +191,7 @@ def _new_counter(limit: LimitConfig, spec: LimitSpec, key: str, record: str | No
         _counters.clear()
     windows = windows_of(limit, item.timezone)
     start, end = windows(CLOCK.now_ms())
-    variant = SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
+    variant = SLIDING if ALGORITHMS[limit.algorithm].hybrid == SLIDING else FIXED
     config = HybridConfig(limit=limit.quantity, sync_ms=limit.sync_ms or 1, variant=variant)
     peers = peers_for(RETENTION_WINDOWS * (end - start))
     bounds: dict[str, Any] = {"cap": limit.quantity, "recorded": recorded_of(record)}

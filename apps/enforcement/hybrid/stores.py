@@ -14,7 +14,7 @@ from quota_client.hybrid import MemoryPeers
 from apps.enforcement.counters.redis_clients import is_cluster_url
 from apps.engine import KeyLayout
 from apps.engine.clock import SystemClock
-from apps.engine.hybrid import RedisPeers
+from apps.engine.hybrid_peers import RedisPeers
 from apps.engine.store.stored_decisions import StoredDecisions
 
 CLOCK = SystemClock()  # the windows' clock (sync.py answers it as now_ms)

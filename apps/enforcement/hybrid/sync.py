@@ -41,9 +41,9 @@ from apps.enforcement.hybrid.stores import peers_for
 from apps.enforcement.hybrid.sync_request import SyncCounter, SyncRequest
 from apps.enforcement.hybrid.sync_usage import usage_report
 from apps.engine import CheckItem
-from apps.engine.hybrid import RedisPeers
+from apps.engine.hybrid_peers import RedisPeers
 from apps.engine.hybrid_usage import ReportedCounter
-from apps.limits.models import Algorithm
+from apps.engine.registry import ALGORITHMS
 from apps.limits.snapshot import LimitConfig, Snapshot
 
 logger = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ def _hybrid_limits(limits: Sequence[LimitConfig]) -> tuple[LimitConfig, ...]:
 
 
 def variant_of(limit: LimitConfig) -> str:
-    return SLIDING if limit.algorithm == Algorithm.SLIDING_WINDOW else FIXED
+    return SLIDING if ALGORITHMS[limit.algorithm].hybrid == SLIDING else FIXED
 
 
 def _checked(

@@ -23,6 +23,7 @@ from apps.enforcement.hybrid.sync_request import (
     MAX_MS,
     parse_sync,
 )
+from apps.limits.algorithms import HYBRID_ALGORITHMS
 from apps.limits.snapshot_holder import snapshot_current
 
 text_field = check_serializers.text_field
@@ -85,7 +86,7 @@ class SyncInputSerializer(check_serializers.CheckTargetSerializer):
 
 class SyncLimitSerializer(serializers.Serializer):
     limit = serializers.CharField(help_text="The limit's name.")
-    algorithm = serializers.ChoiceField(choices=["fixed_window", "calendar", "sliding_window"])
+    algorithm = serializers.ChoiceField(choices=list(HYBRID_ALGORITHMS))
     quantity = serializers.IntegerField(help_text="The limit for this customer (overrides applied).")
     unit = serializers.CharField(help_text="`requests`, or the cost dimension the limit counts.")
     sync_ms = serializers.IntegerField(help_text="Exchange at least this often, and at every window end.")

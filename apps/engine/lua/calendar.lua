@@ -25,3 +25,12 @@ end
 function ALG.cal.save(st, lim, now)
   call('SET', lim.key, format('%d:%d', st.start, st.used), 'PX', ttl(lim.we - now))
 end
+
+-- Cluster refund (refund.lua): give back `cost` spent at `at` while its window still runs.
+function ALG.cal.refund(lim, cost, at, now)
+  if now >= lim.we then return end
+  local st = window_load(lim, lim.ws)
+  if st.start ~= lim.ws or st.used == 0 then return end
+  st.used = max(0, st.used - cost)
+  ALG.cal.save(st, lim, now)
+end

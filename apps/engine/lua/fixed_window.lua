@@ -24,3 +24,13 @@ end
 function ALG.fw.save(st, lim, now)
   call('SET', lim.key, format('%d:%d', st.start, st.used), 'PX', ttl(st.start + lim.per - now))
 end
+
+-- Cluster refund (refund.lua): give back `cost` spent at `at` while its window still runs.
+function ALG.fw.refund(lim, cost, at, now)
+  local start = at - at % lim.per
+  if now >= start + lim.per then return end
+  local st = window_load(lim, start)
+  if st.start ~= start or st.used == 0 then return end
+  st.used = max(0, st.used - cost)
+  ALG.fw.save(st, lim, now)
+end

@@ -2,7 +2,7 @@
 -- level may rise above cap by what is queued. KEYS[lim.key] = "<level>:<last ms>:<empty at ms>" (meter.lua's
 -- state). eval takes the item's max wait (ms) as a fifth argument: a cost that fits within that wait is
 -- admitted with its delay (third result), one that does not is refused with the delay less the wait.
-ALG.lb = {load = METER.load, apply = METER.apply, report = METER.report, save = METER.save}
+ALG.lb = {load = METER.load, apply = METER.apply, report = METER.report, save = METER.save, refund = METER.refund}
 
 function ALG.lb.eval(st, lim, now, cost, wait)
   if cost > lim.cap then return false, -1 end

@@ -1,4 +1,4 @@
--- meter.lua: the policing meter under token_bucket.lua and leaky_bucket.lua.
+-- meter.lua: the policing meter under the bucket fragments (algorithms/meter.py).
 -- KEYS[lim.key] = "<level>:<last ms>:<empty at ms>": the consumed amount in 1/per units (capacity =
 -- cap * per), draining q units per millisecond. "Empty at" is when it drains at the rate in force when
 -- written (the reference model's expires_at): past it the meter is empty even if the rate was lowered
@@ -56,4 +56,11 @@ end
 function METER.save(st, lim, now)
   local expires = st.last + cdiv(st.level, lim.q)
   call('SET', lim.key, format('%d:%d:%d', st.level, st.last, expires), 'PX', ttl(expires - now))
+end
+
+-- Cluster refund (refund.lua): drained to now first, then the cost leaves the level.
+function METER.refund(lim, cost, at, now)
+  local st = METER.load(lim, now)
+  st.level = max(0, st.level - cost * lim.per)
+  METER.save(st, lim, now)
 end

@@ -104,3 +104,29 @@ function ALG.sl.save(st, lim, now)
   call('SET', lim.key2, value, 'PX', expiry)
   call('PEXPIRE', lim.key, expiry)
 end
+
+-- Cluster refund (refund.lua): one entry of the reservation's time and cost goes (entries alike are
+-- interchangeable), and the running sum is worked out again from the set (a refund is rare; a set left empty
+-- goes with its sum).
+function ALG.sl.refund(lim, cost, at, now)
+  local suffix = ':' .. itos(cost)
+  for _, member in ipairs(call('ZRANGEBYSCORE', lim.key, itos(at), itos(at))) do
+    if string.sub(member, -#suffix) == suffix then
+      call('ZREM', lim.key, member)
+      break
+    end
+  end
+  local all = call('ZRANGE', lim.key, 0, -1, 'WITHSCORES')
+  if #all == 0 then
+    call('DEL', lim.key, lim.key2)
+    return
+  end
+  local sum, seq = 0, 0
+  for i = 1, #all, 2 do
+    sum = sum + sl_cost(all[i])
+    seq = max(seq, tonumber(match(all[i], '^(%d+):')))
+  end
+  local summary = call('GET', lim.key2)
+  if summary then seq = max(seq, tonumber(match(summary, '^%d+:(%d+):'))) end
+  call('SET', lim.key2, format('%d:%d:%d:%d', sum, seq, tonumber(all[2]), tonumber(all[#all])), 'KEEPTTL')
+end

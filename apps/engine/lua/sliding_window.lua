@@ -58,3 +58,17 @@ function ALG.swc.save(st, lim, now)
   local value = format('%d:%d:%d', st.start, st.cur, st.prev)
   call('SET', lim.key, value, 'PX', ttl(st.start + 2 * lim.per - now))
 end
+
+-- Cluster refund (refund.lua): the reserved amount may have rolled into "previous" since `at`.
+function ALG.swc.refund(lim, cost, at, now)
+  local st = ALG.swc.load(lim, now)
+  local reserved = at - at % lim.per
+  if st.start == reserved then
+    st.cur = max(0, st.cur - cost)
+  elseif st.start == reserved + lim.per then
+    st.prev = max(0, st.prev - cost)
+  else
+    return
+  end
+  ALG.swc.save(st, lim, now)
+end

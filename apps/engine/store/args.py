@@ -55,9 +55,10 @@ from struct import Struct
 from typing import Any
 
 from apps.engine.decision_log import LogSettings, log_key_of
-from apps.engine.keys import ALGORITHM_CODES
+from apps.engine.limit_spec import LimitSpec
+from apps.engine.registry import ALGORITHM_CODES
 from apps.engine.store.plan import ItemPlan, LimitPlan
-from apps.engine.types import BUCKETS, CheckItem, LimitSpec
+from apps.engine.types import CheckItem
 
 # Algorithms travel as numbers: the index of their code in CODES, which redis.py builds in this order.
 ALGORITHM_NUMBERS = {name: number for number, name in enumerate(ALGORITHM_CODES, 1)}
@@ -166,7 +167,7 @@ class CheckArgs:
 
     def _label(self, item: CheckItem, spec: LimitSpec) -> int:
         """Append the 8 strings of a log label (see the module docstring); the ARGV index of the first."""
-        burst = spec.capacity if spec.algorithm in BUCKETS else 0
+        burst = spec.capacity if spec.entry.burst else 0
         first = self._string(item.customer)
         for value in (item.operation, spec.name, spec.algorithm, spec.quantity, spec.period_ms, burst):
             self._string(str(value))

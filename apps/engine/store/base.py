@@ -8,7 +8,8 @@ from typing import Protocol
 
 from apps.engine.durability import is_record_field, parse_record_field
 from apps.engine.keys import KeyLayout
-from apps.engine.types import BatchMode, CheckItem, Decision, LimitSpec
+from apps.engine.limit_spec import LimitSpec
+from apps.engine.types import BatchMode, CheckItem, Decision
 
 # What checks spent on durable counters: (counter key without the store prefix, bucket start ms) -> amount.
 Records = dict[tuple[str, int], int]
@@ -74,7 +75,7 @@ class Store(Protocol):
 
     def names_admit(self, service: str, names: Sequence[str], per_day: int) -> list[bool]:
         """May `service` bring in each of these new names ("<kind>:<name>") today? At most `per_day` a UTC
-        day; one admitted stays admitted that day (apps/engine/names.py). One round trip for all."""
+        day; one admitted stays admitted that day (apps/engine/name_budget.py). One round trip for all."""
         ...
 
     def now_hint_ms(self) -> int:

@@ -12,10 +12,10 @@
 3. An admitted, non-dry item consumes on every limit that admitted it (shadow limits that would
    reject consume nothing; the leased limit always holds its lease, and so do the item's session_time limits).
    A leaky bucket (a shaper) admits what fits within the item's max_wait_ms (a shadow one: what fits now); an
-   admitted item's delay_ms is the largest wait among its enforced shapers (reference/leaky_bucket.py).
+   admitted item's delay_ms is the largest wait among its enforced shapers (an entry's `shaper`).
 4. Atomic batches: if any item is rejected, nothing is consumed and every item is rejected with the
    batch's retry_after: per key, the most the batch needs at once, evaluated on the stored state (a shaper's
-   need is an item's cumulative cost less what its own wait may drain: leaky_bucket.need).
+   need is an item's cumulative cost less what its own wait may drain: the shaper's need).
 5. Usage: allowed (+ costs, + shadow_denied when a shadow limit was over, + what it spent on each durable
    counter) or denied, per item, except dry runs and replays. The first decision of each request id is
    remembered.
@@ -29,12 +29,12 @@ from typing import Any
 
 from apps.engine.decision_log import LogEntry
 from apps.engine.durability import record_bucket, record_field
-from apps.engine.reference import concurrency, leaky_bucket
+from apps.engine.reference import concurrency
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.logbook import decisions_logged, item_entries
 from apps.engine.store.plan import ItemPlan, LimitPlan
-from apps.engine.types import CONCURRENCY, LEAKY_BUCKET, SESSION_TIME, Decision, IdempotencyKeyReused, LimitResult
+from apps.engine.types import CONCURRENCY, SESSION_TIME, Decision, IdempotencyKeyReused, LimitResult
 
 Report = tuple[int, int]
 
@@ -126,17 +126,18 @@ class _Batch:
         return verdict
 
     def _evaluate(self, plan: ItemPlan, limit: LimitPlan, state: Any, params: Params) -> tuple[bool, int | None]:
-        if limit.spec.algorithm != LEAKY_BUCKET:
-            return ALGORITHMS[limit.spec.algorithm].model.evaluate(state, params, self.now, limit.cost)
+        shaper = limit.spec.entry.shaper
+        if shaper is None:
+            return limit.spec.entry.model.evaluate(state, params, self.now, limit.cost)
         wait = 0 if limit.spec.shadow else plan.item.max_wait_ms
-        return leaky_bucket.evaluate(state, params, self.now, limit.cost, wait)
+        return shaper.evaluate(state, params, self.now, limit.cost, wait)
 
     def _delays(self, plan: ItemPlan, states: list[Any], params: list[Params]) -> list[int]:
         """The waits of an admitted item's enforced shapers (0 when it fits now)."""
         return [
-            leaky_bucket.delay(state, limit_params, self.now, limit.cost)
+            shaper.delay(state, limit_params, self.now, limit.cost)
             for limit, state, limit_params in zip(plan.limits, states, params, strict=True)
-            if limit.spec.algorithm == LEAKY_BUCKET and not limit.spec.shadow and limit.cost > 0
+            if (shaper := limit.spec.entry.shaper) is not None and not limit.spec.shadow and limit.cost > 0
         ]
 
     def _report(self, algorithm: str, state: Any, params: Params) -> Report:
@@ -167,8 +168,9 @@ class _Batch:
             return
         entry = self.needs.setdefault(limit.keys[0], [limit, params, 0, None])
         need = entry[2] + limit.cost
-        if limit.spec.algorithm == LEAKY_BUCKET:
-            need = leaky_bucket.need(params, need, limit.cost, plan.item.max_wait_ms)
+        shaper = limit.spec.entry.shaper
+        if shaper is not None:
+            need = shaper.need(params, need, limit.cost, plan.item.max_wait_ms)
         entry[3] = need if entry[3] is None else max(entry[3], need)
         if _consumes(plan, index, limit):
             entry[2] += limit.cost
@@ -177,10 +179,11 @@ class _Batch:
         """The earliest delay after which every item of the batch would be admitted together."""
         latest = 0
         for key, (limit, params, _, need) in self.needs.items():
-            if limit.spec.algorithm == LEAKY_BUCKET:
-                retry = leaky_bucket.batch_retry(self.read_state(key), params, self.now, need)
+            shaper = limit.spec.entry.shaper
+            if shaper is not None:
+                retry = shaper.batch_retry(self.read_state(key), params, self.now, need)
             else:
-                _, retry = ALGORITHMS[limit.spec.algorithm].model.evaluate(self.read_state(key), params, self.now, need)
+                _, retry = limit.spec.entry.model.evaluate(self.read_state(key), params, self.now, need)
             if retry is None:
                 return None
             latest = max(latest, retry)

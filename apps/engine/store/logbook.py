@@ -25,25 +25,40 @@ from apps.engine.decision_log import (
     log_key_of,
 )
 from apps.engine.store.plan import ItemPlan, LimitPlan
-from apps.engine.types import BUCKETS, CALENDAR, CONCURRENCY, FIXED_WINDOW
+from apps.engine.types import CALENDAR, CONCURRENCY
 
 
 def _window(limit: LimitPlan, now: int) -> int:
     spec = limit.spec
-    if spec.algorithm == FIXED_WINDOW:
-        return now - now % spec.period_ms
+    # The audit reads a window algorithm's window start (check.lua writes the same).
+    if spec.entry.audit != "window":
+        return 0
     if spec.algorithm == CALENDAR:
         return limit.params(now).window[0]
-    return 0
+    return now - now % spec.period_ms
 
 
 def _limit_entry(plan: ItemPlan, limit: LimitPlan, now: int, instance: str, kind: str) -> LogEntry:
     spec, item = limit.spec, plan.item
-    burst = spec.capacity if spec.algorithm in BUCKETS else 0
+    burst = spec.capacity if spec.entry.burst else 0
     return LogEntry(
-        "", now, kind, item.customer, item.operation, spec.name, spec.algorithm, limit.keys[0], limit.cost,
-        spec.quantity, spec.period_ms, burst, _window(limit, now), spec.shadow, MODE_EXACT, instance,
-    )  # fmt: skip
+        "",
+        now,
+        kind,
+        item.customer,
+        item.operation,
+        spec.name,
+        spec.algorithm,
+        limit.keys[0],
+        limit.cost,
+        spec.quantity,
+        spec.period_ms,
+        burst,
+        _window(limit, now),
+        spec.shadow,
+        MODE_EXACT,
+        instance,
+    )
 
 
 def item_entries(plan: ItemPlan, allowed: bool, lease_expires: int, now: int, instance: str) -> list[LogEntry]:
@@ -79,9 +94,19 @@ def lease_entry(
     operation = unquote(usage_base.split("}:", 1)[1].split(":", 1)[0]) if usage_base else ""
     limit = unquote(key[len(prefix) + 1 :].split("}:", 1)[1].split(":", 2)[1])
     return LogEntry(
-        "", now, kind, member_owner(member), operation, limit, CONCURRENCY, key, mode=MODE_EXACT, instance=instance,
-        lease=member, expires_ms=expires,
-    )  # fmt: skip
+        "",
+        now,
+        kind,
+        member_owner(member),
+        operation,
+        limit,
+        CONCURRENCY,
+        key,
+        mode=MODE_EXACT,
+        instance=instance,
+        lease=member,
+        expires_ms=expires,
+    )
 
 
 def expire_entry(key: str, member: str, expires: int, now: int, instance: str) -> LogEntry:

@@ -17,7 +17,8 @@ from apps.engine.clock import Clock, SystemClock
 from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, LogEntry, default_instance
 from apps.engine.durability import History, lookback_start, rebuild
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS, KeyLayout
-from apps.engine.names import MemoryNameBudget
+from apps.engine.limit_spec import LimitSpec
+from apps.engine.name_budget import MemoryNameBudget
 from apps.engine.reference import concurrency
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
@@ -26,7 +27,7 @@ from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Effects, Outcome, Remembered, decide, request_slots
 from apps.engine.store.memory_tools import MemoryTools
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
-from apps.engine.types import BatchMode, CheckItem, Decision, LimitSpec, SeedRequest
+from apps.engine.types import BatchMode, CheckItem, Decision, SeedRequest
 
 SWEEP_EVERY = 1000
 Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]

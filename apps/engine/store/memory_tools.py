@@ -8,9 +8,10 @@ from typing import Any
 
 from apps.engine.clock import Clock
 from apps.engine.keys import KeyLayout, lease_owner_part
+from apps.engine.limit_spec import LimitSpec
 from apps.engine.reference import concurrency
 from apps.engine.reference.base import Params
-from apps.engine.types import CheckItem, LimitSpec, ResyncTooLarge
+from apps.engine.types import CheckItem, ResyncTooLarge
 
 
 class MemoryTools:

@@ -8,18 +8,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from apps.engine.keys import KeyLayout
+from apps.engine.limit_spec import LimitSpec
 from apps.engine.reference import calendar
 from apps.engine.reference.base import Params
 from apps.engine.types import (
     BATCH_MODES,
     CALENDAR,
     CONCURRENCY,
-    LEASED,
     REQUESTS,
     SESSION_TIME,
     CheckItem,
     InvalidCheck,
-    LimitSpec,
 )
 
 
@@ -106,15 +105,24 @@ def request_fingerprint(item: CheckItem, costs: tuple[tuple[str, int], ...], lea
     lease = -1 if lease_ms == 0 else lease_ms or 0  # an allocation is not a check
     attributes = sorted(item.attributes.items())
     canonical = _canonical_json(
-        [item.operation, item.resource, attributes, costs, item.dry_run, lease, item.max_wait_ms, item.service,
-         item.api_key]
-    )  # fmt: skip
+        [
+            item.operation,
+            item.resource,
+            attributes,
+            costs,
+            item.dry_run,
+            lease,
+            item.max_wait_ms,
+            item.service,
+            item.api_key,
+        ]
+    )
     return hashlib.blake2b(canonical.encode(), digest_size=FINGERPRINT_LENGTH // 2).hexdigest()
 
 
 def _limit_plan(layout: KeyLayout, item: CheckItem, spec: LimitSpec, now_hint: int) -> LimitPlan:
     keys = layout.counter_keys(spec, item)
-    if spec.algorithm in LEASED:  # a check only looks; a lease holds
+    if spec.entry.leased:  # a check only looks; a lease holds
         return LimitPlan(spec, keys, 1)
     cost = item.costs.get(spec.unit, 1 if spec.unit == REQUESTS else 0) if item.costs else int(spec.unit == REQUESTS)
     counter = layout.counter_id(keys[0]) if spec.durable else ""

@@ -29,9 +29,10 @@ from apps.engine.clock import Clock, SystemClock
 from apps.engine.deadline import DeadlineScript, deadline_arg, raise_if_deadline, with_deadline
 from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, LogSettings, default_instance
 from apps.engine.durability import History
-from apps.engine.keys import ALGORITHM_CODES, KeyLayout
-from apps.engine.names import RedisNameBudget
-from apps.engine.registry import ALGORITHMS
+from apps.engine.keys import KeyLayout
+from apps.engine.limit_spec import LimitSpec
+from apps.engine.name_budget import RedisNameBudget
+from apps.engine.registry import ALGORITHM_CODES, ALGORITHMS
 from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, REUSED, encode
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Outcome
@@ -39,15 +40,7 @@ from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms
 from apps.engine.store.seeds import seed_text
 from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases, lua
 from apps.engine.store.stored_decisions import row_decision, stored_outcome
-from apps.engine.types import (
-    BatchMode,
-    CheckItem,
-    Decision,
-    IdempotencyKeyReused,
-    LimitResult,
-    LimitSpec,
-    SeedRequest,
-)
+from apps.engine.types import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, SeedRequest
 
 # Answers, per request, the counter's records since the look-back start: (bucket start ms, amount) pairs.
 Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]

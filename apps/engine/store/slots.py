@@ -22,9 +22,9 @@ from typing import Any
 from redis.crc import key_slot
 
 from apps.engine.durability import record_bucket, record_field
-from apps.engine.keys import ALGORITHM_CODES, IDEMPOTENCY_TTL_MS, MINUTE_MS, enc
+from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, enc
 from apps.engine.store.plan import ItemPlan, LimitPlan
-from apps.engine.types import CONCURRENCY, InvalidCheck
+from apps.engine.types import InvalidCheck
 
 _FINGERPRINT = re.compile(r"\|([0-9a-fA-F]+)$")
 
@@ -81,7 +81,7 @@ def merged_row(plan: ItemPlan, parts: Sequence[tuple[ItemPlan, list[Any]]], refu
 def refunded_report(part: ItemPlan, row: list[Any]) -> None:
     """Put back into `row` the remaining amounts a refund gave back (its reset times stay as reserved)."""
     for n, limit in enumerate(part.limits):
-        if limit.cost > 0 and row[4 + 3 * n] == 0 and limit.spec.algorithm != CONCURRENCY:
+        if limit.cost > 0 and row[4 + 3 * n] == 0 and not limit.spec.entry.leased:
             row[5 + 3 * n] = min(limit.spec.capacity, row[5 + 3 * n] + limit.cost)
 
 
@@ -92,14 +92,14 @@ def refund_call(part: ItemPlan, row: list[Any], now: int | str, at: int) -> tupl
     count = 0
     for n, limit in enumerate(part.limits):
         spec = limit.spec
-        if limit.cost <= 0 or row[4 + 3 * n] == 1 or spec.algorithm == CONCURRENCY:
+        if limit.cost <= 0 or row[4 + 3 * n] == 1 or not spec.entry.refund:
             continue
         params = limit.params(at)
         field = record_field(limit.keys[0], record_bucket(spec, params, at)) if spec.durable else ""
         index = len(keys) + 1
         keys.extend(limit.keys)
         window = params.window
-        code = ALGORITHM_CODES[spec.algorithm]
+        code = spec.entry.code
         args += [code, index, spec.quantity, spec.period_ms, spec.capacity, window[0], window[1], limit.cost, field]
         count += 1
     keys.append(f"{part.usage_base}{at // MINUTE_MS}")

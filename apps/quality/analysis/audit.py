@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable, Mapping
 
+from apps.engine.registry import ALGORITHMS
 from apps.quality.analysis.concurrency import LeaseBook
 from apps.quality.analysis.events import (
     ACQUIRE,
@@ -42,7 +43,10 @@ from apps.quality.analysis.report import AuditReport, ScopeSummary, Top, Violati
 
 PROGRESS_EVERY = 10_000
 LEASE_ALGORITHMS = frozenset({CONCURRENCY, SESSION_TIME})
-NEEDS_PERIOD = frozenset({"sliding_log", "sliding_window", "token_bucket", "leaky_bucket", SESSION_TIME})
+# The audit kinds whose check needs the limit's period (a window algorithm's decisions carry their window).
+NEEDS_PERIOD = frozenset(
+    name for name, entry in ALGORITHMS.items() if entry.audit in ("log", "sliding_counter", "bucket", "session_time")
+)
 
 
 def audit(

@@ -16,12 +16,14 @@ Kinds: `allow` / `deny` are decisions on a limit with `audit: true`; `acquire` /
 
 Units: `cost` is in the limit's unit, `quantity` the limit's quantity (seconds for session_time),
 `period_ms` 0 when the limit has no period, `burst` 0 when none (a bucket then holds `quantity`),
-`window_ms` the window start of fixed_window / calendar decisions (0 otherwise).
+`window_ms` the window start of window algorithms' decisions (audit kind "window"; 0 otherwise).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from apps.engine.registry import ALGORITHMS
 
 ALLOW = "allow"
 DENY = "deny"
@@ -33,10 +35,11 @@ SYNC = "sync"
 DECISIONS = frozenset({ALLOW, DENY})
 LEASE_KINDS = frozenset({ACQUIRE, RENEW, RELEASE, EXPIRE})
 
-# The engine's algorithm names (apps/engine/registry.py), by what the audit checks on them.
-WINDOW_ALGORITHMS = frozenset({"fixed_window", "calendar"})
-BUCKET_ALGORITHMS = frozenset({"token_bucket", "leaky_bucket"})
-OPENING_ALGORITHMS = frozenset({"fixed_window", "calendar", "sliding_window", "sliding_log", *BUCKET_ALGORITHMS})
+# The engine's algorithm names (apps/engine/registry.py), by what the audit checks on them (their audit kind).
+WINDOW_ALGORITHMS = frozenset(name for name, entry in ALGORITHMS.items() if entry.audit == "window")
+BUCKET_ALGORITHMS = frozenset(name for name, entry in ALGORITHMS.items() if entry.audit == "bucket")
+# Spent by checks (not leases): a decision on them opens the limit's record.
+OPENING_ALGORITHMS = frozenset(name for name, entry in ALGORITHMS.items() if not entry.leased)
 CONCURRENCY = "concurrency"
 SESSION_TIME = "session_time"
 

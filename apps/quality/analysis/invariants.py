@@ -2,13 +2,13 @@
 
 What no admission history may show (a denied decision is not an admission; a shadow limit's breach goes to
 `shadow_over`, never to the violations):
-- fixed_window / calendar: no window (the event's window_ms; for a fixed window without one, the epoch-aligned
+- window (fixed window, calendar): no window (the event's window_ms; for a fixed window without one, the epoch-aligned
   window of its period) admits more than quantity. Reported once per window, at the admission that overfilled it.
-- sliding_log: no interval (t - period, t] admits more than quantity (two pointers over a deque of admissions).
-- sliding_window: the counter is approximate by design (the true count of an interval may pass quantity); the
+- sliding log: no interval (t - period, t] admits more than quantity (two pointers over a deque of admissions).
+- sliding counter: the counter is approximate by design (the true count of an interval may pass quantity); the
   documented bound is its own rule, checked exactly: at each admission, floor(previous x (period - elapsed) /
   period) + current + cost <= quantity, with previous / current the admitted cost of the epoch-aligned windows.
-- token_bucket / leaky_bucket: admitted cost over any [a, b] <= burst + rate x (b - a), rate = quantity / period,
+- bucket (token, leaky, GCRA alike): admitted cost over any [a, b] <= burst + rate x (b - a), rate = quantity / period,
   burst = quantity when none. One pass: with P(t) the cost admitted before t, the worst start a for an end b
   maximises quantity x a - P(a) x period, a running maximum; all integer arithmetic.
 - concurrency: held <= quantity at every instant (the held count settled after each millisecond's changes).
@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
+from apps.engine.registry import ALGORITHMS
 from apps.quality.analysis.concurrency import Level
 from apps.quality.analysis.events import Event
 from apps.quality.analysis.report import LimitSummary, Violation
@@ -265,13 +266,13 @@ class SessionTimeCheck(Check):
         return Check.summary(self)
 
 
-CHECKS: dict[str, type[Check]] = {
-    "fixed_window": WindowCheck,
-    "calendar": WindowCheck,
-    "sliding_log": SlidingLogCheck,
-    "sliding_window": SlidingCounterCheck,
-    "token_bucket": BucketCheck,
-    "leaky_bucket": BucketCheck,
+# One check per audit kind (algorithms/base.AuditKind); each algorithm's entry says which kind it is.
+CHECK_OF_KIND: dict[str, type[Check]] = {
+    "window": WindowCheck,
+    "log": SlidingLogCheck,
+    "sliding_counter": SlidingCounterCheck,
+    "bucket": BucketCheck,
     "concurrency": ConcurrencyCheck,
     "session_time": SessionTimeCheck,
 }
+CHECKS: dict[str, type[Check]] = {name: CHECK_OF_KIND[entry.audit] for name, entry in ALGORITHMS.items()}

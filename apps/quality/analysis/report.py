@@ -23,7 +23,7 @@
     LIMIT = {"key": str, "customer": str, "limit": str, "algorithm": str, "quantity": int, "period_ms": int,
              "burst": int, "shadow": bool, "admitted": int, "admitted_cost": int, "denied": int,
              "peak": number,       # the largest value the check compared with "allowed": leases held at once,
-                                   # cost in a window / sliding interval, the weighted estimate (sliding_window),
+                                   # cost in a window / sliding interval, the weighted estimate (sliding window),
                                    # session seconds in a window; for buckets the cost admitted in the worst
                                    # interval, with "allowed" its burst + rate x length
              "allowed": number, "violations": int,

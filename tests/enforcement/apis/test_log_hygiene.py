@@ -6,7 +6,6 @@ import pytest
 from django.conf import settings
 
 from apps.common.log_filters import ClientErrorsAtDebug
-from apps.limits.models import Algorithm
 from tests.limits.factories import LimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +41,7 @@ def test_the_console_handler_is_filtered() -> None:
 
 
 def test_429_400_and_401_answers_are_not_warnings(api, request_log) -> None:
-    LimitFactory(name="one", operation=OperationFactory(name="Op"), algorithm=Algorithm.FIXED_WINDOW, quantity=1)
+    LimitFactory(name="one", operation=OperationFactory(name="Op"), algorithm="fixed_window", quantity=1)
     api.post("/api/v1/check", {"customer": "a", "operation": "Op"}, format="json")
 
     assert api.post("/api/v1/check", {"customer": "a", "operation": "Op"}, format="json").status_code == 429

@@ -2,7 +2,6 @@
 
 import pytest
 
-from apps.limits.models import Algorithm
 from tests.limits.factories import LimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db
@@ -11,7 +10,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def ten_records(db):
     return LimitFactory(
-        name="records", operation=OperationFactory(name="Put"), algorithm=Algorithm.FIXED_WINDOW,
+        name="records", operation=OperationFactory(name="Put"), algorithm="fixed_window",
         unit="records", quantity=10, period_seconds=60, key_by=["customer"],
     )  # fmt: skip
 

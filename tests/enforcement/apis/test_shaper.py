@@ -3,7 +3,6 @@ delay_ms to wait, so admitted requests leave at the limit's rate; otherwise it i
 
 import pytest
 
-from apps.limits.models import Algorithm
 from tests.limits.factories import LimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db
@@ -11,7 +10,7 @@ pytestmark = pytest.mark.django_db
 
 def shaper(name="egress", quantity=1, period_seconds=1, burst=1, **fields):
     return LimitFactory(
-        name=name, operation=OperationFactory(name="Send"), algorithm=Algorithm.LEAKY_BUCKET, quantity=quantity,
+        name=name, operation=OperationFactory(name="Send"), algorithm="leaky_bucket", quantity=quantity,
         period_seconds=period_seconds, burst=burst, key_by=["customer"], **fields,
     )  # fmt: skip
 

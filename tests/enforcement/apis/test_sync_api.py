@@ -8,7 +8,7 @@ import time
 import pytest
 
 from apps.enforcement.hybrid import counting as hybrid
-from apps.limits.models import Algorithm, RuleAction
+from apps.limits.models import RuleAction
 from tests.api_fixtures import client_with
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory
@@ -30,7 +30,7 @@ def operation(db):
 @pytest.fixture
 def hot(operation):
     return LimitFactory(
-        name="hot", operation=operation, quantity=50, algorithm=Algorithm.FIXED_WINDOW, period_seconds=3600,
+        name="hot", operation=operation, quantity=50, algorithm="fixed_window", period_seconds=3600,
         key_by=["customer"], sync_ms=100,
     )  # fmt: skip
 
@@ -109,7 +109,7 @@ def test_the_sdk_and_the_api_workers_share_one_count(api, hot) -> None:
 
 
 def test_a_limit_without_sync_ms_is_not_in_the_answer(api, hot, operation) -> None:
-    LimitFactory(name="exact", operation=operation, quantity=5, algorithm=Algorithm.FIXED_WINDOW, period_seconds=60)
+    LimitFactory(name="exact", operation=operation, quantity=5, algorithm="fixed_window", period_seconds=60)
 
     assert [limit["limit"] for limit in sync(api).json()["limits"]] == ["hot"]
 

@@ -11,7 +11,6 @@ import pytest
 
 from apps.enforcement.hybrid import counting as hybrid
 from apps.engine.decision_log import log_key
-from apps.limits.models import Algorithm
 from apps.quality.models import DecisionEvent
 from apps.quality.services.audits import audit_quality_run, log_filters
 from apps.quality.services.drain import decision_log_drain
@@ -26,7 +25,7 @@ SYNC_MS = 1000
 def hot(db):
     CustomerFactory(external_id="acct-1")
     return LimitFactory(
-        name="hot", operation=OperationFactory(name="PutRecords"), quantity=5, algorithm=Algorithm.FIXED_WINDOW,
+        name="hot", operation=OperationFactory(name="PutRecords"), quantity=5, algorithm="fixed_window",
         period_seconds=3600, key_by=["customer"], sync_ms=SYNC_MS, audit=True,
     )  # fmt: skip
 

@@ -63,7 +63,7 @@ def build_varied_config() -> None:
     daily = CalendarLimitFactory(
         name="scale-daily", operation=scale, quantity=10, key_by=["customer", "resource"], match={"b": "2", "a": "1"}
     )
-    LimitFactory(name="put-bytes", operation=put, algorithm=Algorithm.TOKEN_BUCKET, quantity=1048576, burst=2097152)
+    LimitFactory(name="put-bytes", operation=put, algorithm="token_bucket", quantity=1048576, burst=2097152)
     LimitFactory(name="put-odd", operation=put, period_seconds=90, unit="records", key_by=[], mode="shadow")
     LimitFactory(name="weekly", operation=put, period_seconds=604800, on_store_failure="closed", plan=free)
     LimitFactory(name="sessions", operation=session, algorithm=Algorithm.CONCURRENCY, quantity=5, period_seconds=3600)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from apps.engine.registry import ALGORITHM_NAMES
 from apps.limits.config_io import ConfigInvalid, config_import, config_yaml_load
 from apps.limits.models import Limit, Operation
 from tests.limits.config_io.helpers import import_text, refusal, row_counts
@@ -47,8 +48,7 @@ operations: [{name: Op}]
 
     assert caught.value.errors == [
         "limits[0] (name: a): limit: must be at least 1, not 0",
-        "limits[1] (name: b): algorithm: “sliding” is not one of fixed_window, calendar, sliding_window, "
-        "sliding_log, token_bucket, leaky_bucket, concurrency, session_time",
+        f"limits[1] (name: b): algorithm: “sliding” is not one of {', '.join(ALGORITHM_NAMES)}",
     ]
 
 
@@ -195,7 +195,7 @@ def test_a_model_validation_error_names_the_entry_and_the_key_of_the_file() -> N
     assert caught.value.errors == [
         "customers[0] (id: acct-1): timezone: “Mars/Olympus” is not a known time zone; use an IANA name such as "
         "Europe/Berlin or UTC.",
-        "limits[0] (name: x): burst: Burst is only for token bucket and leaky bucket limits.",
+        "limits[0] (name: x): burst: Burst is only for token bucket, leaky bucket and GCRA limits.",
         "limits[0] (name: x): unit: The unit must be a short name such as requests, records or bytes.",
     ]
     assert Operation.objects.count() == 0
@@ -229,8 +229,7 @@ def test_an_error_quotes_a_couple_of_hundred_characters_of_a_long_value_with_its
     [error] = caught.value.errors
     assert error.startswith("limits[0] (name: x): algorithm: “start-xxx")
     assert "…[9,810 characters left out]…" in error
-    assert error.endswith("xxx-end” is not one of fixed_window, calendar, sliding_window, sliding_log, "
-                          "token_bucket, leaky_bucket, concurrency, session_time")  # fmt: skip
+    assert error.endswith(f"xxx-end” is not one of {', '.join(ALGORITHM_NAMES)}")
     assert len(error) < 400
 
 

@@ -6,10 +6,11 @@ from typing import Any
 from django.db import models
 
 from apps.common.validators import normalize_ip_or_cidr
+from apps.engine.registry import ALGORITHM_NAMES
+from apps.limits.algorithms import is_calendar
 from apps.limits.choices import (
     DEFAULT_KEY_BY,
     PERIOD_SECONDS,
-    Algorithm,
     CalendarPeriod,
     Mode,
     RuleAction,
@@ -27,7 +28,7 @@ NAME_OF_SECONDS = {seconds: name for name, seconds in PERIOD_SECONDS.items()}
 def canonical_period(algorithm: str, period: int | str) -> int | str:
     """Calendar limits count per day, week or month; every other algorithm per a number of seconds,
     written as a name when one fits (60 -> minute)."""
-    if algorithm == Algorithm.CALENDAR:
+    if is_calendar(algorithm):
         if period not in CalendarPeriod.values:
             raise fields.FieldError(
                 f"a calendar limit counts per day, week or month, not {value_shown(period)}", key="period"
@@ -54,7 +55,7 @@ class LimitSection(Section):
         Key("name", fields.name),
         Key("description", fields.text, ""),
         Key("operation", fields.name, refers_to="operations"),
-        Key("algorithm", fields.choice(*Algorithm.values)),
+        Key("algorithm", fields.choice(*ALGORITHM_NAMES)),
         Key("limit", fields.positive_int),
         Key("period", fields.period(PERIOD_NAMES)),
         Key("burst", fields.optional_positive_int, None),
@@ -77,7 +78,7 @@ class LimitSection(Section):
         return entry
 
     def export_entry(self, obj: Limit) -> Entry:
-        calendar = obj.algorithm == Algorithm.CALENDAR
+        calendar = is_calendar(obj.algorithm)
         return {
             "name": obj.name,
             "description": obj.description,
@@ -97,7 +98,7 @@ class LimitSection(Section):
         }
 
     def model_values(self, entry: Entry, lookup: Lookup) -> dict[str, Any]:
-        calendar = entry["algorithm"] == Algorithm.CALENDAR
+        calendar = is_calendar(entry["algorithm"])
         period = entry["period"]
         return {
             "name": entry["name"],

@@ -29,7 +29,7 @@ from quota_client.hybrid import MAX_INSTANCES, RESERVED, SATURATED, Exchange, Ex
 from apps.engine.clock import Clock
 from apps.engine.deadline import DeadlineScript
 from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, log_key_of
-from apps.engine.types import LimitSpec
+from apps.engine.limit_spec import LimitSpec
 
 HYBRID_SYNC_SCRIPT = (resources.files("apps.engine") / "lua" / "hybrid_sync.lua").read_text(encoding="utf-8")
 # An instance unseen this long is forgotten (its share returns to the others); the hash outlives it a little.
@@ -65,16 +65,33 @@ class SyncLog:
     ) -> SyncLog:
         """The log of `spec`'s counter `counter_key` (a key of the store with `prefix`) for a customer's operation."""
         return cls(
-            log_key_of(prefix, counter_key), customer, operation, spec.name, spec.algorithm, counter_key,
-            spec.quantity, spec.period_ms, sync_ms, spec.shadow, cap,
-        )  # fmt: skip
+            log_key_of(prefix, counter_key),
+            customer,
+            operation,
+            spec.name,
+            spec.algorithm,
+            counter_key,
+            spec.quantity,
+            spec.period_ms,
+            sync_ms,
+            spec.shadow,
+            cap,
+        )
 
     def args(self) -> list[Any]:
         """ARGV 12 to 21 of hybrid_sync.lua."""
         return [
-            self.cap, self.customer, self.operation, self.limit, self.algorithm, self.counter_key, self.quantity,
-            self.period_ms, self.sync_ms, 1 if self.shadow else 0,
-        ]  # fmt: skip
+            self.cap,
+            self.customer,
+            self.operation,
+            self.limit,
+            self.algorithm,
+            self.counter_key,
+            self.quantity,
+            self.period_ms,
+            self.sync_ms,
+            1 if self.shadow else 0,
+        ]
 
 
 def _bounded(count: Any) -> int:

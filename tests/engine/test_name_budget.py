@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apps.engine import ManualClock
-from apps.engine.names import DAY_MS, MemoryNameBudget, RedisNameBudget
+from apps.engine.name_budget import DAY_MS, MemoryNameBudget, RedisNameBudget
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 

@@ -1,0 +1,1 @@
+"""One module per algorithm, each declaring an `ENTRY` (base.Algorithm); apps/engine/registry.py collects them."""
