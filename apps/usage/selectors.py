@@ -109,7 +109,7 @@ class CustomerTotals:
         return checks(self.totals)
 
 
-def _customer_totals(granularity: str, start: dt.datetime, end: dt.datetime) -> QuerySet[Any, dict[str, Any]]:
+def _customer_totals(granularity: str, start: dt.datetime, end: dt.datetime) -> QuerySet[Any, Any]:
     return (
         USAGE_TABLES[granularity]
         .objects.filter(bucket__gte=start, bucket__lt=end)
