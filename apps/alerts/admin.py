@@ -19,9 +19,18 @@ class AlertRuleForm(forms.ModelForm):
     class Meta:
         model = AlertRule
         fields = (
-            "name", "kind", "enabled", "threshold", "window_minutes", "customer", "limit", "operation", "job",
-            "emails", "webhook_url",
-        )  # fmt: skip
+            "name",
+            "kind",
+            "enabled",
+            "threshold",
+            "window_minutes",
+            "customer",
+            "limit",
+            "operation",
+            "job",
+            "emails",
+            "webhook_url",
+        )
 
     def clean_emails(self) -> str:
         emails: str = self.cleaned_data["emails"]
@@ -100,10 +109,23 @@ class AlertEventAdmin(ReadOnlyAdmin):
     search_fields = ("rule_name", "subject", "message")
     date_hierarchy = "at"
     fields = (
-        "at", "kind", "rule", "rule_name", "subject", "value", "message", "open", "resolves",
-        "email_status", "webhook_status", "attempts", "attempt_started_at", "next_attempt_at", "last_error",
+        "at",
+        "kind",
+        "rule",
+        "rule_name",
+        "subject",
+        "value",
+        "message",
+        "open",
+        "resolves",
+        "email_status",
+        "webhook_status",
+        "attempts",
+        "attempt_started_at",
+        "next_attempt_at",
+        "last_error",
         "delivered_at",
-    )  # fmt: skip
+    )
 
     @admin.display(description="firing", boolean=True)
     def still_firing(self, event: AlertEvent) -> bool | None:

@@ -102,8 +102,13 @@ def boost_view(model_admin: admin.ModelAdmin, request: HttpRequest, customer: Cu
     limit = Limit.objects.select_related("operation").filter(pk=limit_id).first()
     if limit is None:
         return _no_such_limit(request, model_admin, limit_id)
-    context: dict[str, Any] = {"title": f"Raise {limit.name} for {customer.external_id} for a while", "kind": "boost",
-                               "limit": limit, "factors": BOOST_FACTORS, "hour_choices": BOOST_HOURS}  # fmt: skip
+    context: dict[str, Any] = {
+        "title": f"Raise {limit.name} for {customer.external_id} for a while",
+        "kind": "boost",
+        "limit": limit,
+        "factors": BOOST_FACTORS,
+        "hour_choices": BOOST_HOURS,
+    }
     try:
         in_force = limit_in_force(snapshot_fresh(), customer, limit, now=timezone.now())
         context["in_force"] = config_phrase(in_force) if in_force else "unlimited"
@@ -112,8 +117,14 @@ def boost_view(model_admin: admin.ModelAdmin, request: HttpRequest, customer: Cu
         context.update(factor=factor, hours=hours)
         if request.method != "POST":
             return _confirm(request, model_admin, customer, **context)
-        override = override_boost(customer=customer, limit=limit, in_force=in_force, factor=factor or 0,
-                                  hours=hours or 0, actor=request.user.get_username())  # fmt: skip
+        override = override_boost(
+            customer=customer,
+            limit=limit,
+            in_force=in_force,
+            factor=factor or 0,
+            hours=hours or 0,
+            actor=request.user.get_username(),
+        )
     except (ApplicationError, ValidationError) as error:
         return _confirm(request, model_admin, customer, error=_error_text(error), **context)
     model_admin.log_addition(request, override, [{"added": {"name": "override", "object": str(override)}}])
@@ -128,9 +139,14 @@ def rule_view(model_admin: admin.ModelAdmin, request: HttpRequest, customer: Cus
     if not request.user.has_perm(RULE_PERMISSION):
         return _forbidden(request, model_admin, f"add an {action} rule", RULE_PERMISSION)
     verb = "Let every check of" if action == RuleAction.ALLOW else "Refuse every check of"
-    context: dict[str, Any] = {"title": f"{action.capitalize()} {customer.external_id}", "kind": "rule",
-                               "action": action, "verb": verb, "operations": Operation.objects.order_by("name"),
-                               "hour_choices": RULE_HOURS}  # fmt: skip
+    context: dict[str, Any] = {
+        "title": f"{action.capitalize()} {customer.external_id}",
+        "kind": "rule",
+        "action": action,
+        "verb": verb,
+        "operations": Operation.objects.order_by("name"),
+        "hour_choices": RULE_HOURS,
+    }
     try:
         hours = _int_choice(request, "hours", DEFAULT_RULE_HOURS, RULE_HOURS)
         operation_name = request.POST.get("operation", "")
@@ -140,8 +156,9 @@ def rule_view(model_admin: admin.ModelAdmin, request: HttpRequest, customer: Cus
         context.update(hours=hours, operation=operation_name)
         if request.method != "POST":
             return _confirm(request, model_admin, customer, **context)
-        rule = access_rule_quick_add(customer=customer, action=action, hours=hours, operation=operation,
-                                     actor=request.user.get_username())  # fmt: skip
+        rule = access_rule_quick_add(
+            customer=customer, action=action, hours=hours, operation=operation, actor=request.user.get_username()
+        )
     except (ApplicationError, ValidationError) as error:
         return _confirm(request, model_admin, customer, error=_error_text(error), **context)
     model_admin.log_addition(request, rule, [{"added": {"name": "access rule", "object": str(rule)}}])
@@ -157,15 +174,19 @@ def unblock_view(
     limit = Limit.objects.select_related("operation").filter(pk=limit_id).first()
     if limit is None:
         return _no_such_limit(request, model_admin, limit_id)
-    context: dict[str, Any] = {"title": f"Unblock {customer.external_id}: reset {limit.name}", "kind": "unblock",
-                               "limit": limit}  # fmt: skip
+    context: dict[str, Any] = {
+        "title": f"Unblock {customer.external_id}: reset {limit.name}",
+        "kind": "unblock",
+        "limit": limit,
+    }
     try:
         in_force = limit_in_force(snapshot_fresh(), customer, limit, now=timezone.now())
         context["in_force"] = config_phrase(in_force) if in_force else "unlimited"
         if request.method != "POST":
             return _confirm(request, model_admin, customer, **context)
-        config = next(found for found in snapshot_fresh().limits_by_operation[limit.operation.name]
-                      if found.name == limit.name)  # fmt: skip
+        config = next(
+            found for found in snapshot_fresh().limits_by_operation[limit.operation.name] if found.name == limit.name
+        )
         report = customer_limit_unblock(customer=customer.external_id, limit=config, actor=request.user.get_username())
     except ApplicationError as error:
         return _confirm(request, model_admin, customer, error=_error_text(error), **context)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
+
+from apps.usage.vocabulary import COUNTERS
 
 WIDTH, HEIGHT = 640, 240
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 34, 40
@@ -31,23 +33,29 @@ class Series:
     dashed: bool = False
 
 
-# Allowed, denied and shadow-denied in every usage chart, the other counters when they are not all zero:
-# the colours stay apart for colour-blind readers too.
-USAGE_SERIES_STYLE = {
-    "allowed": ("allowed", "#1b7837"),
-    "denied": ("denied", "#c51b7d"),
-    "shadow_denied": ("shadow-denied (admitted; a shadow limit would refuse)", "#e08214"),
-    "degraded": ("degraded (decided without Redis)", "#2166ac"),
-    "rule_denied": ("rule-denied (by an access rule)", "#542788"),
-    "unavailable": ("unavailable (503 without Redis)", "#4d4d4d"),
-}
-# Counted again inside the solid lines (shadow-denied within allowed, degraded within allowed and denied): dashed.
-PART_SERIES = frozenset({"shadow_denied", "degraded"})
-ALWAYS_DRAWN = ("allowed", "denied", "shadow_denied")
 # Session time (seconds the customer's leases were held, measured from their lifetimes) is not a count of checks:
 # it gets a chart of its own, under the checks chart, with its own axis.
 SESSION_TIME_STYLE = ("session_time", "session time (seconds leases were held)", "#01665e")
 LEGEND_ROW = 16
+
+
+def counter_series(
+    lines: Mapping[str, Sequence[int]], *, always: Collection[str], scale: Callable[[int], float] | None = None
+) -> list[Series]:
+    """A line per reported usage counter in `lines`, as the vocabulary names and colours it (apps/usage/vocabulary.py),
+    dashed when it counts a part of the checks again; those in `always` are drawn even when all zero, the others
+    only when not. `scale` turns each count into what is plotted (a rate), else the counts are."""
+    return [
+        Series(
+            counter.name,
+            counter.label,
+            counter.colour,
+            [scale(n) for n in lines[counter.name]] if scale else lines[counter.name],
+            dashed=counter.part,
+        )
+        for counter in COUNTERS
+        if counter.reported and counter.name in lines and (counter.name in always or any(lines[counter.name]))
+    ]
 
 
 def nice_ceiling(value: float) -> int:

@@ -15,27 +15,20 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString
 
-from apps.console.charts import (
-    ALWAYS_DRAWN,
-    PART_SERIES,
-    SESSION_TIME_STYLE,
-    USAGE_SERIES_STYLE,
-    Series,
-    bucket_labels,
-    line_chart_svg,
-    number_text,
-)
+from apps.console.charts import SESSION_TIME_STYLE, Series, bucket_labels, counter_series, line_chart_svg, number_text
 from apps.console.monopolization import FORMULA, MonopolizationScore, dimension_of, monopolization_score
 from apps.customers.models import Customer
 from apps.enforcement.counters.inspection import CountersUnavailable, LimitState, customer_limit_states
 from apps.limits.models import Algorithm, Limit
 from apps.limits.snapshot import LimitConfig
 from apps.limits.summaries import amount_phrase, key_phrase, period_phrase
-from apps.usage.models import COUNTERS
 from apps.usage.selectors import DEFAULT_USAGE_RANGE, USAGE_RANGES, UsageSeries, usage_by_caller, usage_series
+from apps.usage.vocabulary import REPORTED, SESSION_MS
 
 TEMPLATE = "console/customer_usage.html"
-SESSION = "session_ms"
+SESSION = SESSION_MS
+# Drawn even when all zero; the other counters only when not.
+ALWAYS_DRAWN = ("allowed", "denied", "shadow_denied")
 Y_LABEL = {"minute": "checks per minute", "hour": "checks per hour", "day": "checks per day"}
 SESSION_Y_LABEL = {
     "minute": "seconds held per minute",
@@ -49,7 +42,8 @@ class OperationChart:
     operation: str
     svg: SafeString
     totals: dict[str, int]  # per amount (SERIES_AMOUNTS): the counters, and session_ms
-    # bucket label, one count per counter in COUNTERS order, then the session time in seconds (non-empty buckets)
+    # bucket label, one count per counter in REPORTED order (vocabulary.py), then the session time in seconds
+    # (non-empty buckets only)
     rows: list[tuple[Any, ...]]
     session_svg: SafeString | None = None  # drawn when leases were held in the range
 
@@ -89,27 +83,18 @@ def usage_charts(series: UsageSeries) -> list[OperationChart]:
         svg = line_chart_svg(
             title=f"{operation}, {series.range.label}",
             x_labels=labels,
-            series=_drawn(lines),
+            series=counter_series(lines, always=ALWAYS_DRAWN),
             y_label=Y_LABEL[series.range.granularity],
             x_label="time (UTC)",
         )
         rows = [
-            (labels[index], *(lines[counter][index] for counter in COUNTERS), seconds_text(lines[SESSION][index]))
+            (labels[index], *(lines[counter][index] for counter in REPORTED), seconds_text(lines[SESSION][index]))
             for index in range(len(labels))
             if any(values[index] for values in lines.values())
         ]
         session_svg = _session_chart(operation, series, labels, lines[SESSION]) if any(lines[SESSION]) else None
         charts.append(OperationChart(operation, svg, series.totals(operation), rows, session_svg))
     return charts
-
-
-def _drawn(lines: dict[str, list[int]]) -> list[Series]:
-    """Allowed, denied and shadow-denied always; degraded, rule-denied and unavailable when not all zero."""
-    return [
-        Series(key, *USAGE_SERIES_STYLE[key], values, dashed=key in PART_SERIES)
-        for key, values in lines.items()
-        if key in COUNTERS and (key in ALWAYS_DRAWN or any(values))
-    ]
 
 
 def _session_chart(operation: str, series: UsageSeries, labels: list[str], session_ms: list[int]) -> SafeString:

@@ -1,6 +1,5 @@
-"""The monopolization score: how much of what the platform lets one customer hold that customer holds now.
-
-    score = sessions + openings + session time, each term = used ÷ limit for its busiest limit
+"""The monopolization score (apps/quality/analysis/score.py, its one definition) of one customer now, from the live
+state of its limits.
 
 Which limits feed which term (a limit counts only when it has one number for the customer: counted per
 customer alone, or a concurrency limit, whose leases are summed over its counters):
@@ -23,13 +22,19 @@ from dataclasses import dataclass
 
 from apps.enforcement.counters.inspection import LimitState
 from apps.limits.models import Algorithm
+from apps.quality.analysis.score import FORMULA, OPENINGS, SESSION_TIME, SESSIONS, TERMS, score_of, term_ratio
 
-SESSIONS, OPENINGS, SESSION_TIME = "sessions", "openings", "session time"
-TERMS = (SESSIONS, OPENINGS, SESSION_TIME)
-FORMULA = (
-    "score = concurrent sessions ÷ session limit + openings in the window ÷ openings limit "
-    "+ session time ÷ session-time limit (each term: its busiest limit; terms without a limit are left out)"
-)
+# The score's terms and formula are the one definition's (score.py); re-exported for the pages and tests.
+__all__ = [
+    "FORMULA",
+    "OPENINGS",
+    "SESSIONS",
+    "SESSION_TIME",
+    "MonopolizationScore",
+    "ScoreTerm",
+    "dimension_of",
+    "monopolization_score",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +46,7 @@ class ScoreTerm:
 
     @property
     def ratio(self) -> float:
-        return self.used / self.allowed if self.allowed else 0.0
+        return term_ratio(self.used, self.allowed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +55,7 @@ class MonopolizationScore:
 
     @property
     def value(self) -> float:
-        return sum(term.ratio for term in self.terms)
+        return score_of(term.ratio for term in self.terms)
 
     @property
     def maximum(self) -> int:

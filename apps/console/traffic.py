@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from django.db.models import Sum
 
-from apps.usage.models import COUNTERS, UsageMinute
+from apps.usage.models import UsageMinute
 from apps.usage.selectors import USAGE_RANGES, USAGE_TABLES
+from apps.usage.vocabulary import REPORTED as COUNTERS
+from apps.usage.vocabulary import checks as row_checks
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 STEPS = {"minute": dt.timedelta(minutes=1), "hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1)}
@@ -66,7 +68,12 @@ class Traffic:
     groups: dict[str, Lines]  # operation (or service) -> its lines, busiest first
 
     def totals(self, lines: Lines) -> dict[str, int]:
-        return {counter: sum(values) for counter, values in lines.items()}
+        return totals(lines)
+
+
+def totals(lines: Lines) -> dict[str, int]:
+    """Each counter summed over the range."""
+    return {counter: sum(values) for counter, values in lines.items()}
 
 
 def preset_window(key: str, now: dt.datetime) -> TrafficWindow:
@@ -121,8 +128,8 @@ def traffic_read(*, window: TrafficWindow, by: str = "operation") -> Traffic:
 
 
 def checks(lines: Lines) -> int:
-    """Every check answered (allowed, denied, rule-denied or unavailable: each check is in exactly one)."""
-    return sum(sum(lines[counter]) for counter in ("allowed", "denied", "rule_denied", "unavailable"))
+    """Every check answered over the range (vocabulary.checks: each check is in exactly one counter)."""
+    return row_checks(totals(lines))
 
 
 def rate_unit(peak: int, step: dt.timedelta) -> tuple[str, int]:
@@ -133,8 +140,3 @@ def rate_unit(peak: int, step: dt.timedelta) -> tuple[str, int]:
         if seconds >= step_s or peak * seconds >= step_s:
             return name, seconds
     return RATE_UNITS[-1]
-
-
-def per_unit(count: int, step: dt.timedelta, unit_s: int) -> float:
-    """A bucket's count as a rate per `unit_s` seconds, to the millisecond's precision (3 decimals)."""
-    return round(count * unit_s / step.total_seconds(), 3)

@@ -11,13 +11,13 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect, JsonResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBase, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 
 from apps.common.exceptions import NotFound
+from apps.reports.admin_pages import NOT_ALLOWED, job_download_view, job_links, job_status_view, refused
 from apps.reports.exports import COLUMN_DOCS, FORMATS
 from apps.reports.filters import UsageFilters
 from apps.reports.forms import UsageExportForm
@@ -25,7 +25,6 @@ from apps.reports.models import ExportJob
 from apps.reports.selectors import (
     LIVE_FIELDS,
     export_job_field_texts,
-    export_job_file,
     export_job_get,
     export_job_status,
     export_job_title,
@@ -35,11 +34,6 @@ from apps.reports.selectors import (
 from apps.reports.services import IMMEDIATE_MAX_ROWS, export_job_delete, export_request, usage_report_temporary_file
 
 EXPORT_TEMPLATE = "admin/reports/exportjob/export_form.html"
-REFUSED_TEMPLATE = "admin/reports/exportjob/refused.html"
-NOT_ALLOWED = (
-    "You may not export usage reports. Ask an administrator to give you the analysts role "
-    "(the permission “Can export usage reports”)."
-)
 
 
 @admin.register(ExportJob)
@@ -51,10 +45,18 @@ class ExportJobAdmin(admin.ModelAdmin):
     # What was asked for, then what changes as the job runs: each of those in a span the page's script
     # (static/reports/export_progress.js) rewrites from the status view, so the fields follow the progress bar.
     fields = (
-        "requested_by", "format", "granularity", "start", "end", "customers", "operations", "services",
-        "api_keys", "created_at",
+        "requested_by",
+        "format",
+        "granularity",
+        "start",
+        "end",
+        "customers",
+        "operations",
+        "services",
+        "api_keys",
+        "created_at",
         *(f"live_{name}" for name in LIVE_FIELDS),
-    )  # fmt: skip
+    )
     readonly_fields = ("created_at", *(f"live_{name}" for name in LIVE_FIELDS))
 
     # --- who may do what ---
@@ -135,7 +137,7 @@ class ExportJobAdmin(admin.ModelAdmin):
                 # Read before the admin reads the fields: a job finished here is finished there too.
                 # The title says the range; the object's name under it would only repeat it.
                 title = export_job_title(job)
-                extra.update(job_status=export_job_status(job), title=title, subtitle=None, **_links(job))
+                extra.update(job_status=export_job_status(job), title=title, subtitle=None, **job_links(job))
         return super().change_view(request, object_id, form_url, extra)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
@@ -158,44 +160,10 @@ class ExportJobAdmin(admin.ModelAdmin):
         return super().history_view(request, object_id, extra_context)
 
     def status_view(self, request: HttpRequest, job_id: int) -> HttpResponse:
-        if not user_may_export(request.user):
-            return JsonResponse({"error": NOT_ALLOWED}, status=403)
-        try:
-            job = export_job_get(job_id=job_id)
-        except NotFound as error:
-            return JsonResponse({"error": error.message}, status=404)
-        status = export_job_status(job)
-        response = JsonResponse(
-            {
-                "status": status.status,
-                "rows_done": status.rows_done,
-                "rows_total": status.rows_total,
-                "percent": status.percent,
-                "message": status.message,
-                "finished": status.finished,
-                "download_url": _links(job)["download_url"],
-                "fields": status.fields,
-            }
-        )
-        add_never_cache_headers(response)
-        return response
+        return job_status_view(request, job_id)
 
     def download_view(self, request: HttpRequest, job_id: int) -> HttpResponseBase:
-        if not user_may_export(request.user):
-            return refused(request, self, NOT_ALLOWED)
-        try:
-            job = export_job_get(job_id=job_id)
-        except NotFound as error:
-            return refused(request, self, error.message, status=404)
-        file = export_job_file(job)
-        if file is None:
-            return refused(request, self, export_job_status(job).message, status=404)
-        return FileResponse(
-            file.open("rb"),
-            as_attachment=True,
-            filename=job.filters.filename(job.format),
-            content_type=FORMATS[job.format].content_type,
-        )
+        return job_download_view(request, self, job_id)
 
     # --- deleting removes the file too ---
 
@@ -247,23 +215,5 @@ class ExportJobAdmin(admin.ModelAdmin):
         return format_html('<a href="{}">download</a>', reverse("admin:reports_exportjob_download", args=[job.pk]))
 
 
-def refused(request: HttpRequest, model_admin: admin.ModelAdmin, message: str, *, status: int = 403) -> HttpResponse:
-    context = {
-        **model_admin.admin_site.each_context(request),
-        "opts": model_admin.opts,
-        "title": "Not allowed" if status == 403 else "Not found",
-        "message": message,
-    }
-    return TemplateResponse(request, REFUSED_TEMPLATE, context, status=status)
-
-
 def _live(job: ExportJob, name: str) -> str:
     return format_html('<span data-job-field="{}">{}</span>', name, export_job_field_texts(job)[name])
-
-
-def _links(job: ExportJob) -> dict[str, str | None]:
-    has_file = export_job_file(job) is not None
-    return {
-        "status_url": reverse("admin:reports_exportjob_status", args=[job.pk]),
-        "download_url": reverse("admin:reports_exportjob_download", args=[job.pk]) if has_file else None,
-    }

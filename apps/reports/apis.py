@@ -15,16 +15,12 @@ Query parameters (anything else is refused with 400):
                the range); days have no cap.
   format       json (default) | csv | xlsx.
   cursor       the `next` token of the previous JSON page.
-JSON: {"granularity", "from", "to", "rows": [{customer, operation, bucket, allowed, denied,
-shadow_denied, degraded, rule_denied, unavailable, costs, session_ms, service, api_key}], "next"}, one row per
-customer x operation x service x api_key x bucket, ordered by bucket, customer, operation, service, api_key, at most
-USAGE_PAGE_SIZE per page; `next` is null on the last page, else the cursor of the
-following one (keyset pagination: pages stay consistent while rows are added). CSV streams every row at
-once. XLSX is one workbook built before it is sent, so it is refused (400, naming `format`) beyond
-XLSX_MAX_ROWS rows: use CSV, or narrow the range. `session_ms` is the time the customer's leases on the
-operation were held in the bucket (measured from their lifetimes, exact milliseconds); `service` and `api_key`
-(the calling service's name and key prefix, "" for none) come after it, the last columns, so readers of the
-earlier ones are unaffected. Every format's columns are described in
+JSON: {"granularity", "from", "to", "rows": [...], "next"}, one row per customer x operation x service x api_key
+x bucket, its keys the export columns (USAGE_COLUMNS in apps/reports/exports/columns.py, the one list), ordered
+by bucket, customer, operation, service, api_key, at most USAGE_PAGE_SIZE per page; `next` is null on the last
+page, else the cursor of the following one (keyset pagination: pages stay consistent while rows are added). CSV
+streams every row at once. XLSX is one workbook built before it is sent, so it is refused (400, naming `format`)
+beyond XLSX_MAX_ROWS rows: use CSV, or narrow the range. Every format's columns are described in
 apps/reports/exports. A JSON download of every row in one document is left to the admin and
 `manage.py export_usage`: programs page through the JSON above. Errors are always JSON in the one error shape.
 """

@@ -3,43 +3,42 @@ the error answers from the one shared place (apps.api.schema_errors)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample
 
 from apps.api.schema_errors import error_example, error_response, error_responses
+from apps.reports.exports.columns import usage_row_dict
+from apps.reports.exports.csv_format import usage_csv_lines
+from apps.usage.models import UsageHour
 
-ROW = {
-    "customer": "acct-1",
-    "operation": "PutRecords",
-    "bucket": "2026-03-02T09:00:00+00:00",
-    "allowed": 3412,
-    "denied": 57,
-    "shadow_denied": 0,
-    "degraded": 0,
-    "rule_denied": 0,
-    "unavailable": 0,
-    "costs": {"bytes": 894435328, "records": 1706000, "requests": 3412},
-    "session_ms": 0,
-    "service": "ingest-gateway",
-    "api_key": "qp_3f9a1c07",
-}
-SCALING_ROW = {
-    **ROW,
-    "operation": "ModifyShardCount",
-    "allowed": 10,
-    "denied": 3,
-    "costs": {"requests": 10},
-    "service": "control-plane",
-    "api_key": "qp_b41e92d5",
-}
-# Text cells are quoted, numbers are not (apps/common/spreadsheets.py: no text cell can start a formula).
-CSV = (
-    '"customer","operation","bucket","allowed","denied","shadow_denied","degraded","rule_denied","unavailable",'
-    '"costs","session_ms","service","api_key"\r\n'
-    '"acct-1","ModifyShardCount","2026-03-02T09:00:00+00:00",10,3,0,0,0,0,"{""requests"":10}",0,"control-plane",'
-    '"qp_b41e92d5"\r\n'
+# Two stored rows, shown as the API and the CSV export write them: every column (columns.py) is in the examples,
+# a column added there included (its stored value, the field's default here).
+_ROW = UsageHour(
+    customer="acct-1",
+    operation="PutRecords",
+    bucket=dt.datetime(2026, 3, 2, 9, tzinfo=dt.UTC),
+    allowed=3412,
+    denied=57,
+    costs={"bytes": 894435328, "records": 1706000, "requests": 3412},
+    service="ingest-gateway",
+    api_key="qp_3f9a1c07",
 )
+_SCALING_ROW = UsageHour(
+    customer="acct-1",
+    operation="ModifyShardCount",
+    bucket=_ROW.bucket,
+    allowed=10,
+    denied=3,
+    costs={"requests": 10},
+    service="control-plane",
+    api_key="qp_b41e92d5",
+)
+ROW = usage_row_dict(_ROW)
+SCALING_ROW = usage_row_dict(_SCALING_ROW)
+# Text cells are quoted, numbers are not (apps/common/spreadsheets.py: no text cell can start a formula).
+CSV = "".join(usage_csv_lines([_SCALING_ROW]))
 
 # The summary stays beside the view (apis.py); this is the rest of what the docs show.
 USAGE: dict[str, Any] = {

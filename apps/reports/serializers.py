@@ -14,7 +14,7 @@ from apps.api.fields import text_problem
 from apps.common.validators import plain_text
 from apps.enforcement.decisions import parsing
 from apps.enforcement.decisions.serializers import text_field
-from apps.reports.exports.columns import COLUMN_DOCS
+from apps.reports.exports.columns import COSTS, TEXT, TIME, USAGE_COLUMNS, Column
 from apps.reports.filters import API_KEY_LENGTH, MAX_NAMES, SERVICE_LENGTH
 from apps.reports.selectors import MAX_RANGE, Position
 from apps.usage.selectors import USAGE_TABLES
@@ -25,7 +25,6 @@ OFFSET_HINT = (
 
 
 NOT_A_CURSOR = "Not a cursor this API gave out."
-COLUMN_HELP = dict(COLUMN_DOCS)
 # An XLSX answer is built whole before it is sent (a workbook is a zip), at ~5k rows/s, holding a web worker:
 # beyond this many rows, CSV (which streams) or the admin's background export.
 XLSX_MAX_ROWS = 25_000
@@ -175,20 +174,21 @@ class UsageQuerySerializer(serializers.Serializer):
         return attrs
 
 
-class UsageRowSerializer(serializers.Serializer):
-    customer = serializers.CharField()
-    operation = serializers.CharField()
-    bucket = serializers.DateTimeField(help_text="Start of the bucket, UTC.")
-    allowed = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["allowed"])
-    denied = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["denied"])
-    shadow_denied = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["shadow_denied"])
-    degraded = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["degraded"])
-    rule_denied = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["rule_denied"])
-    unavailable = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["unavailable"])
-    costs = serializers.DictField(child=serializers.IntegerField(min_value=0), help_text="Admitted cost per unit.")
-    session_ms = serializers.IntegerField(min_value=0, help_text=COLUMN_HELP["session_ms"])
-    service = serializers.CharField(allow_blank=True, help_text=COLUMN_HELP["service"])
-    api_key = serializers.CharField(allow_blank=True, help_text=COLUMN_HELP["api_key"])
+def row_field(column: Column) -> serializers.Field:
+    """The API schema's field for one export column (columns.py): its kind says the type."""
+    if column.kind == TIME:
+        return serializers.DateTimeField(help_text=column.help)
+    if column.kind == COSTS:
+        return serializers.DictField(child=serializers.IntegerField(min_value=0), help_text=column.help)
+    if column.kind == TEXT:
+        return serializers.CharField(allow_blank=column.blank, help_text=column.help)
+    return serializers.IntegerField(min_value=0, help_text=column.help)
+
+
+# One field per column, in their order: a column added to USAGE_COLUMNS is in the API's rows and schema too.
+UsageRowSerializer = type(
+    "UsageRowSerializer", (serializers.Serializer,), {column.name: row_field(column) for column in USAGE_COLUMNS}
+)
 
 
 class UsageListSerializer(serializers.Serializer):

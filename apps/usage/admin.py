@@ -10,6 +10,7 @@ from django.utils.functional import cached_property
 
 from apps.usage.models import QuarantinedUsage, UsageDay, UsageHour, UsageMinute
 from apps.usage.selectors import usage_callers
+from apps.usage.vocabulary import REPORTED
 
 # What the list shows for a row made without a service or key (the admin's session, or counted before they were).
 NONE_SHOWN = "(none)"
@@ -83,12 +84,7 @@ class UsageAdmin(admin.ModelAdmin):
         "operation",
         "service",
         "api_key",
-        "allowed",
-        "denied",
-        "shadow_denied",
-        "degraded",
-        "rule_denied",
-        "unavailable",
+        *REPORTED,
         "costs",
     )
     list_filter = (("bucket", admin.DateFieldListFilter), ServiceFilter, ApiKeyFilter)

@@ -1,10 +1,6 @@
 from django.db import models
 
-# The counters of every usage row (UsageBucket), in the order reports show them.
-COUNTERS = ("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable")
-# Every summed column: the counters, the session time measured from lease lifetimes, and the decisions the
-# decision log recorded (apps/quality compares them with the entries it drained).
-AMOUNTS = (*COUNTERS, "session_ms", "logged")
+# What the amounts of a usage row are (the counters, session_ms) and what counts as a check: apps/usage/vocabulary.py.
 # What tells one usage row from another in a table (the unique constraints, the upserts' ON CONFLICT): the bucket
 # third, so the index still serves a customer's (and a customer x operation's) range of buckets.
 UNIQUE_FIELDS = ("customer", "operation", "bucket", "service", "api_key")

@@ -7,14 +7,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import Any
 
 from django.db.models import F, QuerySet, Sum
 
-from apps.usage.models import COUNTERS, CounterRecord, UsageBucket, UsageDay, UsageHour, UsageMinute
-
-if TYPE_CHECKING:
-    from django_stubs_ext import WithAnnotations
+from apps.usage import vocabulary
+from apps.usage.models import CounterRecord, UsageBucket, UsageDay, UsageHour, UsageMinute
+from apps.usage.vocabulary import REPORTED, SESSION_MS, checks
 
 USAGE_TABLES: dict[str, type[UsageBucket]] = {"minute": UsageMinute, "hour": UsageHour, "day": UsageDay}
 MINUTE_MS = 60_000
@@ -22,7 +21,7 @@ MINUTE_MS = 60_000
 MAX_CALLERS = 200
 # What a customer's usage series holds per operation: the decision counters, then the session time (ms) its leases
 # were held. Not every stored amount: `logged` is the decision log's bookkeeping, not the customer's usage.
-SERIES_AMOUNTS = (*COUNTERS, "session_ms")
+SERIES_AMOUNTS = (*REPORTED, SESSION_MS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +55,7 @@ DEFAULT_USAGE_RANGE = "hour"
 class UsageSeries:
     """A customer's usage over one range: bucket starts, and per operation a list per amount (zeros filled in).
 
-    The amounts are SERIES_AMOUNTS: the decision counters (COUNTERS), then `session_ms`, the milliseconds the
+    The amounts are SERIES_AMOUNTS: the reported counters (vocabulary.REPORTED), then `session_ms`, the milliseconds the
     customer's leases on the operation were held in each bucket."""
 
     range: UsageRange
@@ -88,70 +87,39 @@ def usage_series(*, customer: str, usage_range: UsageRange, now: dt.datetime) ->
 
 @dataclass(frozen=True, slots=True)
 class CustomerTotals:
+    """One customer's counters summed over a range (per REPORTED counter, vocabulary.py)."""
+
     customer: str
-    allowed: int
-    denied: int
-    shadow_denied: int
-    degraded: int = 0
-    rule_denied: int = 0
-    unavailable: int = 0
+    totals: dict[str, int]
+
+    def __getattr__(self, name: str) -> int:
+        # row.allowed, row.denied, ...: what the pages and templates read; only the counters.
+        if name in REPORTED:
+            return self.totals.get(name, 0)
+        raise AttributeError(name)
 
     @property
     def denied_share(self) -> float:
         """Denied ÷ the checks its limits decided, allowed + denied (0 when there were none)."""
-        decided = self.allowed + self.denied
-        return self.denied / decided if decided else 0.0
+        return vocabulary.denied_share(self.totals["allowed"], self.totals["denied"])
 
     @property
     def checks(self) -> int:
-        """Every check answered: each is allowed, denied, rule-denied or unavailable."""
-        return self.allowed + self.denied + self.rule_denied + self.unavailable
+        """Every check answered (vocabulary.checks)."""
+        return checks(self.totals)
 
 
-class _Totals(TypedDict):
-    total_allowed: int
-    total_denied: int
-    total_shadow: int
-    total_degraded: int
-    total_rule_denied: int
-    total_unavailable: int
-
-
-class _TotalsRow(_Totals):
-    customer: str
-
-
-def _customer_totals(
-    granularity: str, start: dt.datetime, end: dt.datetime
-) -> QuerySet[WithAnnotations[UsageBucket, _Totals], _TotalsRow]:
+def _customer_totals(granularity: str, start: dt.datetime, end: dt.datetime) -> QuerySet[Any, Any]:
     return (
         USAGE_TABLES[granularity]
         .objects.filter(bucket__gte=start, bucket__lt=end)
         .values("customer")
-        .annotate(
-            total_allowed=Sum("allowed"),
-            total_denied=Sum("denied"),
-            total_shadow=Sum("shadow_denied"),
-            total_degraded=Sum("degraded"),
-            total_rule_denied=Sum("rule_denied"),
-            total_unavailable=Sum("unavailable"),
-        )
+        .annotate(**{f"total_{name}": Sum(name) for name in REPORTED})
     )
 
 
-def _as_totals(rows: Iterable[_TotalsRow]) -> list[CustomerTotals]:
-    return [
-        CustomerTotals(
-            row["customer"],
-            row["total_allowed"],
-            row["total_denied"],
-            row["total_shadow"],
-            row["total_degraded"],
-            row["total_rule_denied"],
-            row["total_unavailable"],
-        )
-        for row in rows
-    ]
+def _as_totals(rows: Iterable[dict[str, Any]]) -> list[CustomerTotals]:
+    return [CustomerTotals(row["customer"], {name: row[f"total_{name}"] for name in REPORTED}) for row in rows]
 
 
 def usage_most_throttled(
@@ -203,11 +171,7 @@ def usage_by_caller(*, customer: str, usage_range: UsageRange, now: dt.datetime)
         CallerTotals(operation, service, api_key, dict(zip(SERIES_AMOUNTS, sums, strict=True)))
         for operation, service, api_key, *sums in rows
     ]
-    return sorted(found, key=lambda row: (row.operation, -_checks(row.totals), row.service, row.api_key))
-
-
-def _checks(totals: dict[str, int]) -> int:
-    return sum(totals[name] for name in ("allowed", "denied", "rule_denied", "unavailable"))
+    return sorted(found, key=lambda row: (row.operation, -checks(row.totals), row.service, row.api_key))
 
 
 def counter_history(*, counter: str, since_ms: int, now_ms: int) -> list[tuple[int, int]]:

@@ -12,7 +12,7 @@ from django.urls import reverse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apps.console.quality_page import bucket_edges, held_per_bucket, points_per_bucket
+from apps.console.quality_timeline import bucket_edges, held_per_bucket, points_per_bucket
 from apps.customers.models import Customer
 from apps.limits.models import Algorithm, Limit
 from apps.quality.models import AuditRun, DecisionEvent

@@ -13,8 +13,9 @@ from apps.enforcement.fallback.ledger import decision_ledger
 from apps.enforcement.models import FallbackRequest
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, RuleAction, StoreFailurePolicy
-from apps.usage.models import COUNTERS, UsageMinute
+from apps.usage.models import UsageMinute
 from apps.usage.services import usage_flush
+from apps.usage.vocabulary import REPORTED as COUNTERS
 from tests.api_fixtures import client_with
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory
 from tests.servers import free_port

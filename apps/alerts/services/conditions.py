@@ -7,8 +7,10 @@ instead (ConditionUnreadable), so an unreadable Redis never passes for "everythi
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
 
 from django.db.models import Sum
 from django.db.models.functions import Coalesce
@@ -18,6 +20,7 @@ from apps.enforcement.counters.breaker import CLOSED
 from apps.enforcement.counters.guarded_store import breaker_for
 from apps.enforcement.counters.inspection import CountersUnavailable, customers_limit_states
 from apps.usage.models import UsageHour, UsageMinute
+from apps.usage.vocabulary import WITHOUT_REDIS
 
 STORE_SUBJECT = "counter store"
 # Without a customer on the rule, the customers with usage in the last day are read (plus those firing now).
@@ -111,7 +114,9 @@ def store_findings(rule: AlertRule, *, now: dt.datetime, store_probe: StoreProbe
         )
     start, end = _window(rule, now)
     minutes = UsageMinute.objects.filter(bucket__gte=start, bucket__lt=end).values("bucket")
-    busiest = max((row["without"] for row in minutes.annotate(without=Sum("degraded") + Sum("unavailable"))), default=0)
+    # The decisions made while Redis was away (the vocabulary's without_redis counters: degraded, unavailable).
+    without = reduce(operator.add, (Sum(name) for name in WITHOUT_REDIS))
+    busiest = max((row["without"] for row in minutes.annotate(without=without)), default=0)
     if busiest > rule.threshold:
         problems.append(f"{busiest} checks were decided without Redis in one minute (the rule allows {rule.threshold})")
     if not problems:

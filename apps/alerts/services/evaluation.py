@@ -44,8 +44,14 @@ class EvaluationReport:
         return text + (f"; {len(self.errors)} could not be read: {'; '.join(self.errors)}" if self.errors else "")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rules": self.rules, "fired": self.fired, "resolved": self.resolved, "firing": self.firing,
-                "resumed": self.resumed, "errors": list(self.errors)}  # fmt: skip
+        return {
+            "rules": self.rules,
+            "fired": self.fired,
+            "resolved": self.resolved,
+            "firing": self.firing,
+            "resumed": self.resumed,
+            "errors": list(self.errors),
+        }
 
 
 def _no_store_problems() -> list[str]:
@@ -105,9 +111,16 @@ def _fire(rule: AlertRule, subject: str, finding: Finding, now: dt.datetime) -> 
     try:
         with transaction.atomic():
             event = AlertEvent.objects.create(
-                rule=rule, rule_name=rule.name, kind=EventKind.FIRED, subject=subject, at=now,
-                value=finding.value, message=finding.message, open=True, **_channels(rule, now),
-            )  # fmt: skip
+                rule=rule,
+                rule_name=rule.name,
+                kind=EventKind.FIRED,
+                subject=subject,
+                at=now,
+                value=finding.value,
+                message=finding.message,
+                open=True,
+                **_channels(rule, now),
+            )
     except IntegrityError:
         return False  # another run opened it a moment ago; it notifies
     _deliver_on_commit(event)
@@ -119,9 +132,15 @@ def _resolve(rule: AlertRule, firing: AlertEvent, now: dt.datetime) -> bool:
         return False  # another run resolved it
     message = f"Resolved: {firing.subject} is back under the threshold of rule {rule.name}."
     event = AlertEvent.objects.create(
-        rule=rule, rule_name=rule.name, kind=EventKind.RESOLVED, subject=firing.subject, at=now,
-        message=message, resolves=firing, **_channels(rule, now),
-    )  # fmt: skip
+        rule=rule,
+        rule_name=rule.name,
+        kind=EventKind.RESOLVED,
+        subject=firing.subject,
+        at=now,
+        message=message,
+        resolves=firing,
+        **_channels(rule, now),
+    )
     _deliver_on_commit(event)
     return True
 

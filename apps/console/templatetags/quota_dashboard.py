@@ -6,10 +6,11 @@ from django import template
 
 from apps.console.charts import Bar, bar_chart_svg
 from apps.console.dashboard import NOW_WINDOW, dashboard_build
+from apps.usage.vocabulary import BY_NAME
 
 register = template.Library()
 
-DENIED_COLOR = "#c51b7d"
+DENIED_COLOR = BY_NAME["denied"].colour
 # Who may see it: the dashboard names customers and their usage.
 VIEW_PERMISSION = "customers.view_customer"
 

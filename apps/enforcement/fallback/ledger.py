@@ -30,11 +30,12 @@ from apps.engine import CheckItem
 from apps.engine.store.plan import usage_costs
 from apps.usage.services import DecisionCounts, counter_records_add, usage_decisions_add
 from apps.usage.services.quarantine import usage_quarantine_add
+from apps.usage.vocabulary import CHECKS
 
 logger = logging.getLogger(__name__)
 MINUTE_MS = 60_000
 WRITER = "decision_ledger"  # the quarantine's writer label
-OUTCOMES = ("allowed", "denied", "rule_denied", "unavailable")
+OUTCOMES = CHECKS  # a decision is counted in exactly one of these (apps/usage/vocabulary.py)
 
 Key = tuple[str, str, int]  # customer, operation, minute
 

@@ -1,12 +1,9 @@
-"""The seed's monopolization score per customer and per group, over time, with bounded timelines.
-
-    score = sessions / sessions_limit + window_max_openings / openings_limit + session_time / session_time_limit
-
-for a customer at time t: sessions = its leases held at t, over the quantity of its concurrency limit;
-openings = its acquisitions in the sliding interval of a window limit on the lease-acquiring operation, over
-that limit's quantity (the most pressing such limit when there are several); session_time = the lease time of
-the current window of its session_time limit, over the quantity. The limits are the first of each kind the log
-shows for the customer; a kind with no limit drops its term.
+"""The seed's monopolization score (score.py, its one definition) per customer and per group, over time, with
+bounded timelines. Its terms for a customer at time t: sessions = its leases held at t, over the quantity of its
+concurrency limit; openings = its acquisitions in the sliding interval of a window limit on the lease-acquiring
+operation, over that limit's quantity (the most pressing such limit when there are several); session_time = the
+lease time of the current window of its session_time limit, over the quantity. The limits are the first of each
+kind the log shows for the customer; a kind with no limit drops its term.
 
 The score only steps up when a session starts (sessions, openings) and only grows while sessions are open
 (session time), so it is sampled right after each start and right before each end: the customer's peak is
@@ -24,6 +21,7 @@ from typing import Any
 from apps.quality.analysis.concurrency import Level
 from apps.quality.analysis.openings import OpeningsBook
 from apps.quality.analysis.report import Monopolization, Openings, Peak, ScopeSummary
+from apps.quality.analysis.score import score_of, term_ratio
 
 MAX_POINTS = 500
 SECOND_MS = 1000
@@ -108,19 +106,17 @@ class Scope:
         self.level.change(at, -1)
         if self.group is not None:
             self.group.level.change(at, -1)
-        after = before - 1 / self.concurrency if self.concurrency else before
+        after = before - term_ratio(1, self.concurrency)  # one session fewer
         if self.group is not None:
             self.group.score += after - before
         self.score = after
 
     def score_at(self, at: int) -> float:
-        score = self.level.level / self.concurrency if self.concurrency else 0.0
-        if self.openings.active:
-            score += self.openings.pressure(at) or 0.0
+        sessions = term_ratio(self.level.level, self.concurrency)
+        openings = (self.openings.pressure(at) or 0.0) if self.openings.active else 0.0  # already a ratio
         check = self.session_check
-        if check is not None and check.bound > 0:
-            score += check.used_at(at) / (check.bound * SECOND_MS)
-        return score
+        held = term_ratio(check.used_at(at), check.bound * SECOND_MS) if check is not None and check.bound > 0 else 0.0
+        return score_of((sessions, openings, held))
 
     def _sample(self, at: int, score: float) -> None:
         self.sampler.add(at, score)

@@ -1,34 +1,13 @@
 """Usage rows as CSV, XLSX or JSON, written row by row from one row iterator, in constant memory.
 
-Every format has the same columns, in this order (COLUMN_DOCS in columns.py is the source of this list
-and of the table on the admin export page):
-
-  customer       the customer id, as the checks named it
-  operation      the operation name
-  bucket         start of the minute, hour or UTC day: ISO 8601 in UTC with its offset, 2026-03-04T11:00:00+00:00
-  allowed        checks admitted in the bucket, an access rule's allow included (integer)
-  denied         checks refused by a limit: over it, or a cost it can never admit (integer)
-  shadow_denied  admitted checks that a shadow-mode limit would have refused; a part of allowed (integer)
-  degraded       checks decided without Redis, by the limits' failure policies; each is also counted
-                 in allowed or denied: the part of them decided while Redis was away (integer)
-  rule_denied    checks refused by an access rule (a deny rule, or an inactive customer); not in denied (integer)
-  unavailable    checks refused with 503 because a limit's failure policy is `closed` and Redis was away;
-                 not in denied (integer)
-  costs          admitted cost per unit, a JSON object with sorted keys, e.g. {"records":4000,"requests":10}.
-                 Units differ between operations and are not known before the last row, so they are
-                 not spread over columns.
-  session_ms     milliseconds the customer's leases on the operation were held within the bucket, measured
-                 by the counter store from the leases' lifetimes (acquired to released, or to expiry), not a
-                 cost the caller reports; 0 where no lease was held (integer). It comes last, after costs,
-                 so every column before it keeps the position it had before session time was exported.
-  service        the calling service's name, from the API key the checks were made with; empty for checks
-                 made without a service key (the admin's session) and for usage counted before services were
-                 recorded. Appended after session_ms, like api_key, so no earlier column moved.
-  api_key        the prefix of that API key (never its secret); empty as for service
-
-Every check is counted once, in allowed, denied, rule_denied or unavailable; session_ms is time, not
-checks. A row is one customer x operation x service x api_key x bucket; rows come ordered by bucket, customer,
-operation, service, api_key. Numbers are the stored integers, exactly:
+Every format has the same columns, in the same order: USAGE_COLUMNS in columns.py, the one list (each entry's
+name, meaning, kind and XLSX width), which the API's rows, its schema and the admin export page's table follow
+too. They are the row's names (customer, operation, bucket), the reported usage counters of
+apps/usage/vocabulary.py, costs, session_ms, then who made the checks (service, api_key); columns added later
+come last, so every earlier column keeps its position. Every check is counted once, in allowed, denied,
+rule_denied or unavailable; session_ms is time, not checks. A row is one customer x operation x service x api_key
+x bucket; rows come ordered by bucket, customer, operation, service, api_key. Numbers are the stored integers,
+exactly. Per format:
 
 - CSV (text/csv, UTF-8, no byte order mark, CRLF line ends): a header line, then one line per row;
   `costs` is a JSON text cell. Text cells are in double quotes and numbers bare. A text that a spreadsheet
@@ -54,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from apps.reports.exports.columns import COLUMN_DOCS, COLUMNS, usage_row_dict
+from apps.reports.exports.columns import COLUMN_DOCS, COLUMNS, USAGE_COLUMNS, Column, usage_row_dict
 from apps.reports.exports.csv_format import usage_csv_lines, usage_csv_write
 from apps.reports.exports.json_format import usage_json_chunks, usage_json_write
 from apps.reports.exports.xlsx_format import usage_xlsx_write
@@ -65,6 +44,8 @@ __all__ = [
     "COLUMN_DOCS",
     "CSV_COLUMNS",
     "FORMATS",
+    "USAGE_COLUMNS",
+    "Column",
     "ExportFormat",
     "export_filename",
     "usage_csv_lines",

@@ -1,65 +1,105 @@
-"""The columns every export format shares, and how one usage row becomes their values."""
+"""The columns every export format and the usage API share: one list of Column entries, and how a usage row
+becomes their values.
+
+USAGE_COLUMNS is the one place a column is declared: the CSV header and cells, the XLSX sheets (widths, cells,
+the "about" sheet), the JSON rows and the API's rows, the API schema's row (serializers.py) and its examples
+(schema_docs.py), and the table on the admin's export page all follow it. A column of data already stored is one
+entry here; the counters come from the usage vocabulary (apps/usage/vocabulary.py), so a new reported counter is
+a column without an edit here. New columns go last, so readers of the earlier ones find them where they were.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from apps.usage.models import COUNTERS, UsageBucket
+from apps.usage.models import UsageBucket
+from apps.usage.vocabulary import COUNTERS
 
-# (name, what it holds): the one list the writers, the module docstring and the admin form page follow.
-COLUMN_DOCS: tuple[tuple[str, str], ...] = (
-    ("customer", "The customer id, as the checks named it."),
-    ("operation", "The operation name."),
-    ("bucket", "Start of the minute, hour or UTC day: ISO 8601 in UTC with the offset: 2026-03-04T11:00:00+00:00."),
-    ("allowed", "Checks admitted in the bucket, an access rule's allow included (integer)."),
-    ("denied", "Checks refused by a limit: over it, or a cost it can never admit (integer)."),
-    ("shadow_denied", "Admitted checks that a shadow-mode limit would have refused; a part of allowed (integer)."),
-    (
-        "degraded",
-        "Checks decided without Redis, by the limits' failure policies; each is also counted in allowed or "
-        "denied, so this is the part of them decided while Redis was away (integer).",
+# What a column holds, which says how each format writes it: text (quoted or defused where a spreadsheet could run
+# it), the bucket's start (ISO 8601 text), an integer (a number cell), or the costs (a JSON object; JSON text in a
+# cell).
+TEXT, TIME, COUNT, COSTS = "text", "time", "count", "costs"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column: `meaning` is what the export page, the XLSX "about" sheet and (unless `api_help` says
+    otherwise: "" for none) the API schema say of it; `width` is its XLSX width; `blank`: text that may be ""."""
+
+    name: str
+    meaning: str
+    kind: str = COUNT
+    width: int = 12
+    api_help: str | None = None
+    blank: bool = False
+
+    @property
+    def help(self) -> str | None:
+        """The API schema's description of the field (None: none)."""
+        return (self.meaning if self.api_help is None else self.api_help) or None
+
+    def value(self, row: UsageBucket) -> object:
+        """The value as the API and the JSON export show it."""
+        return bucket_text(row) if self.kind == TIME else getattr(row, self.name)
+
+    def cell(self, row: UsageBucket) -> object:
+        """The value as a CSV or XLSX cell holds it (the costs as JSON text)."""
+        return costs_text(row.costs) if self.kind == COSTS else self.value(row)
+
+
+def _counter_column(name: str, meaning: str) -> Column:
+    return Column(name, meaning, COUNT, width=max(12, len(name) + 1))
+
+
+USAGE_COLUMNS: tuple[Column, ...] = (
+    Column("customer", "The customer id, as the checks named it.", TEXT, 24, api_help=""),
+    Column("operation", "The operation name.", TEXT, 20, api_help=""),
+    Column(
+        "bucket",
+        "Start of the minute, hour or UTC day: ISO 8601 in UTC with the offset: 2026-03-04T11:00:00+00:00.",
+        TIME,
+        27,
+        api_help="Start of the bucket, UTC.",
     ),
-    (
-        "rule_denied",
-        "Checks refused by an access rule (a deny rule, or an inactive customer); not counted in denied (integer).",
-    ),
-    (
-        "unavailable",
-        "Checks refused with 503 because a limit's failure policy is `closed` and Redis was away; not counted "
-        "in denied (integer). Every check is counted once in allowed, denied, rule_denied or unavailable.",
-    ),
-    (
+    *(_counter_column(counter.name, counter.meaning) for counter in COUNTERS if counter.reported),
+    Column(
         "costs",
         'Admitted cost per unit, e.g. {"records": 4000, "requests": 10}: a JSON object with sorted keys '
         "(a JSON text cell in CSV and XLSX, an object in JSON). Units differ between operations, so they "
         "are not spread over columns.",
+        COSTS,
+        40,
+        api_help="Admitted cost per unit.",
     ),
-    (
+    Column(
         "session_ms",
         "Milliseconds the customer's leases on the operation were held within the bucket, measured by the counter "
         "store from the leases' lifetimes (acquired to released, or to expiry), not reported by the caller; "
         "0 for an operation without leases (integer). After costs, so the columns before it keep their positions.",
     ),
-    (
+    Column(
         "service",
         "The calling service's name, from the API key the checks were made with; empty for checks made without a "
         "service key (the admin's session) and for usage counted before services were recorded. After session_ms, "
         "so the columns before it keep their positions.",
+        TEXT,
+        20,
+        blank=True,
     ),
-    (
+    Column(
         "api_key",
         "The prefix of the API key the checks were made with (the part before the dot shown in the admin, never the "
         "secret); empty as for service. Rows differ by customer, operation, bucket, service and api_key.",
+        TEXT,
+        blank=True,
     ),
 )
-COLUMNS: tuple[str, ...] = tuple(name for name, _ in COLUMN_DOCS)
-# The decision counters, in order, between `bucket` and `costs`: the formats write these as numbers.
-COUNT_COLUMNS: tuple[str, ...] = COUNTERS
-# The integer columns after `costs`, written as numbers too.
-TIME_COLUMNS: tuple[str, ...] = ("session_ms",)
-# The text columns after those: who made the checks (appended last, so earlier columns keep their positions).
-CALLER_COLUMNS: tuple[str, ...] = ("service", "api_key")
+# (name, meaning) and the names, in order: what the admin's export page and the tests read.
+COLUMN_DOCS: tuple[tuple[str, str], ...] = tuple((column.name, column.meaning) for column in USAGE_COLUMNS)
+COLUMNS: tuple[str, ...] = tuple(column.name for column in USAGE_COLUMNS)
 
 
 def bucket_text(row: UsageBucket) -> str:
@@ -71,20 +111,6 @@ def costs_text(costs: dict[str, int]) -> str:
     return json.dumps(costs, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def usage_row_dict(row: UsageBucket) -> dict[str, object]:
+def usage_row_dict(row: UsageBucket, columns: Sequence[Column] = USAGE_COLUMNS) -> dict[str, object]:
     """One row as the API and the JSON export show it."""
-    return {
-        "customer": row.customer,
-        "operation": row.operation,
-        "bucket": bucket_text(row),
-        "allowed": row.allowed,
-        "denied": row.denied,
-        "shadow_denied": row.shadow_denied,
-        "degraded": row.degraded,
-        "rule_denied": row.rule_denied,
-        "unavailable": row.unavailable,
-        "costs": row.costs,
-        "session_ms": row.session_ms,
-        "service": row.service,
-        "api_key": row.api_key,
-    }
+    return {column.name: column.value(row) for column in columns}

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import BinaryIO
 
 from apps.common.spreadsheets import csv_writer
-from apps.reports.exports.columns import (
-    CALLER_COLUMNS,
-    COLUMNS,
-    COUNT_COLUMNS,
-    TIME_COLUMNS,
-    bucket_text,
-    costs_text,
-)
+from apps.reports.exports.columns import USAGE_COLUMNS, Column
 from apps.usage.models import UsageBucket
 
 
-def usage_csv_lines(rows: Iterable[UsageBucket]) -> Iterator[str]:
-    """The header line, then one line per row."""
+def usage_csv_lines(rows: Iterable[UsageBucket], columns: Sequence[Column] = USAGE_COLUMNS) -> Iterator[str]:
+    """The header line, then one line per row: a cell per column."""
     buffer = io.StringIO()
     writer = csv_writer(buffer)  # every cell a spreadsheet could run is defused there
 
@@ -29,19 +22,9 @@ def usage_csv_lines(rows: Iterable[UsageBucket]) -> Iterator[str]:
         writer.writerow(values)
         return buffer.getvalue()
 
-    yield line(COLUMNS)
+    yield line(column.name for column in columns)
     for row in rows:
-        yield line(
-            (
-                row.customer,
-                row.operation,
-                bucket_text(row),
-                *(getattr(row, name) for name in COUNT_COLUMNS),
-                costs_text(row.costs),
-                *(getattr(row, name) for name in TIME_COLUMNS),
-                *(getattr(row, name) for name in CALLER_COLUMNS),
-            )
-        )
+        yield line(column.cell(row) for column in columns)
 
 
 def usage_csv_write(rows: Iterable[UsageBucket], target: BinaryIO, info: Mapping[str, object]) -> None:

@@ -6,8 +6,8 @@ openpyxl's write-only mode streams each sheet to a temporary file, so memory sta
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import BinaryIO
+from collections.abc import Iterable, Mapping, Sequence
+from typing import BinaryIO, cast
 
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
@@ -16,58 +16,52 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
 from apps.common.spreadsheets import xlsx_text_cell
-from apps.reports.exports.columns import (
-    CALLER_COLUMNS,
-    COLUMN_DOCS,
-    COLUMNS,
-    COUNT_COLUMNS,
-    TIME_COLUMNS,
-    bucket_text,
-    costs_text,
-)
+from apps.reports.exports.columns import COUNT, TIME, USAGE_COLUMNS, Column
 from apps.usage.models import UsageBucket
 
 # Excel's row limit per sheet, the header row included.
 SHEET_ROWS = 1_048_576
 # Spreadsheets hold numbers as 64-bit floats: integers from here on would lose digits, so they are written as text.
 EXACT_INTEGER_LIMIT = 2**53
-COLUMN_WIDTHS = (24, 20, 27, 12, 12, 14, 12, 12, 12, 40, 12, 20, 12)
 
 
-def usage_xlsx_write(rows: Iterable[UsageBucket], target: BinaryIO, info: Mapping[str, object]) -> None:
+def usage_xlsx_write(
+    rows: Iterable[UsageBucket],
+    target: BinaryIO,
+    info: Mapping[str, object],
+    columns: Sequence[Column] = USAGE_COLUMNS,
+) -> None:
     workbook = Workbook(write_only=True)
     sheets = 1
-    sheet, sheet_rows, total = _data_sheet(workbook, number=sheets), 1, 0
+    sheet, sheet_rows, total = _data_sheet(workbook, columns, number=sheets), 1, 0
     for row in rows:
         if sheet_rows == SHEET_ROWS:
             sheets += 1
-            sheet, sheet_rows = _data_sheet(workbook, number=sheets), 1
-        sheet.append(_values(sheet, row))
+            sheet, sheet_rows = _data_sheet(workbook, columns, number=sheets), 1
+        sheet.append([_cell(sheet, column, row) for column in columns])
         sheet_rows += 1
         total += 1
-    _about_sheet(workbook, info, total)
+    _about_sheet(workbook, info, total, columns)
     workbook.save(target)
 
 
-def _data_sheet(workbook: Workbook, *, number: int) -> WriteOnlyWorksheet:
+def _data_sheet(workbook: Workbook, columns: Sequence[Column], *, number: int) -> WriteOnlyWorksheet:
     sheet = workbook.create_sheet("usage" if number == 1 else f"usage {number}")
-    for index, width in enumerate(COLUMN_WIDTHS, start=1):
-        sheet.column_dimensions[get_column_letter(index)].width = width
+    for index, column in enumerate(columns, start=1):
+        sheet.column_dimensions[get_column_letter(index)].width = column.width
     sheet.freeze_panes = "A2"
-    sheet.append([_bold(sheet, name) for name in COLUMNS])
+    sheet.append([_bold(sheet, column.name) for column in columns])
     return sheet
 
 
-def _values(sheet: WriteOnlyWorksheet, row: UsageBucket) -> list[object]:
-    return [
-        xlsx_text_cell(sheet, row.customer),
-        xlsx_text_cell(sheet, row.operation),
-        bucket_text(row),
-        *(_number(getattr(row, name)) for name in COUNT_COLUMNS),
-        xlsx_text_cell(sheet, costs_text(row.costs)),
-        *(_number(getattr(row, name)) for name in TIME_COLUMNS),
-        *(xlsx_text_cell(sheet, getattr(row, name)) for name in CALLER_COLUMNS),
-    ]
+def _cell(sheet: WriteOnlyWorksheet, column: Column, row: UsageBucket) -> object:
+    """Counts as number cells, the bucket as its ISO text, names and costs as text cells (never run as a formula)."""
+    value = column.cell(row)
+    if column.kind == COUNT:
+        return _number(cast(int, value))
+    if column.kind == TIME:
+        return value
+    return xlsx_text_cell(sheet, str(value))
 
 
 def _number(value: int) -> int | str:
@@ -80,7 +74,7 @@ def _bold(sheet: WriteOnlyWorksheet, text: str) -> WriteOnlyCell:
     return cell
 
 
-def _about_sheet(workbook: Workbook, info: Mapping[str, object], total: int) -> None:
+def _about_sheet(workbook: Workbook, info: Mapping[str, object], total: int, columns: Sequence[Column]) -> None:
     sheet = workbook.create_sheet("about")
     sheet.column_dimensions["A"].width = 16
     sheet.column_dimensions["B"].width = 100
@@ -91,5 +85,5 @@ def _about_sheet(workbook: Workbook, info: Mapping[str, object], total: int) -> 
     sheet.append(["rows", total])
     sheet.append([])
     sheet.append([_bold(sheet, "column"), _bold(sheet, "meaning")])
-    for name, meaning in COLUMN_DOCS:
-        sheet.append([name, meaning])
+    for column in columns:
+        sheet.append([column.name, column.meaning])

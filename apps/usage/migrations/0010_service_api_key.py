@@ -40,7 +40,7 @@ def merge_callers(apps, schema_editor):
             target, _ = model.objects.get_or_create(
                 customer=row.customer, operation=row.operation, bucket=row.bucket, service="", api_key="",
                 defaults={"costs": {}},
-            )  # fmt: skip
+            )
             for amount in AMOUNTS:
                 setattr(target, amount, getattr(target, amount) + getattr(row, amount))
             target.costs = {unit: target.costs.get(unit, 0) + row.costs.get(unit, 0) for unit in target.costs | row.costs}

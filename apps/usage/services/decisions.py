@@ -10,13 +10,14 @@ be wrong here: it tells the flush that the store's usage of the minute is in alr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from django.db import connection, transaction
 
 from apps.usage.models import RollupMark, UsageMinute
 from apps.usage.services.flush import minute_start
-from apps.usage.services.minutes import COUNTERS, usage_minutes_add
+from apps.usage.services.minutes import usage_minutes_add
+from apps.usage.vocabulary import BY_NAME
 
 MARK_SQL = (
     "INSERT INTO {table} (minute, version) VALUES (%s, 1) "
@@ -49,13 +50,17 @@ class DecisionCounts:
     api_key: str = ""
 
     def __post_init__(self) -> None:
-        counts = [getattr(self, name) for name in COUNTERS] + list(self.costs.values())
+        counts = [getattr(self, name) for name in COUNTED] + list(self.costs.values())
         if self.minute < 0 or any(count < 0 for count in counts):
             raise ValueError(f"Decision counts cannot be negative: {self!r}")
 
     @property
     def empty(self) -> bool:
-        return not any(getattr(self, name) for name in COUNTERS) and not any(self.costs.values())
+        return not any(getattr(self, name) for name in COUNTED) and not any(self.costs.values())
+
+
+# The usage counters (vocabulary.py) a decision made without the store can add to: the fields above that name one.
+COUNTED = tuple(item.name for item in fields(DecisionCounts) if item.name in BY_NAME)
 
 
 @transaction.atomic
@@ -76,7 +81,7 @@ def _minute_row(row: DecisionCounts) -> UsageMinute:
         api_key=row.api_key,
         bucket=minute_start(row.minute),
         costs={unit: amount for unit, amount in row.costs.items() if amount},
-        **{name: getattr(row, name) for name in COUNTERS},
+        **{name: getattr(row, name) for name in COUNTED},
     )
 
 

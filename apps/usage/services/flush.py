@@ -34,12 +34,13 @@ from apps.common.quarantine import UNWRITABLE, Sifted, key_shown, rows_quarantin
 from apps.engine import Store
 from apps.engine.store.base import UsageRow
 from apps.usage.models import FlushedMinute, UsageMinute
-from apps.usage.services.minutes import COUNTERS, add_into, usage_minutes_add
+from apps.usage.services.minutes import add_into, usage_minutes_add
 from apps.usage.services.partitions import usage_partitions_ensure
 from apps.usage.services.quarantine import UsageKey, usage_quarantine_add
 from apps.usage.services.records import Reach, counter_records_add, merged_records
+from apps.usage.vocabulary import AMOUNTS
 
-__all__ = ["COUNTERS", "FlushReport", "add_into", "minute_start", "usage_flush"]  # COUNTERS, add_into: minutes.py
+__all__ = ["FlushReport", "add_into", "minute_start", "usage_flush"]  # add_into: minutes.py
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +188,7 @@ def _add_rows(minute: int, rows: Sequence[UsageRow], reach: Reach | None) -> Non
 
 
 def _counts(row: UsageRow) -> bool:
-    return bool(row.allowed or row.denied or row.shadow_denied or row.session_ms or any(row.costs.values()))
+    return any(getattr(row, name, 0) for name in AMOUNTS) or any(row.costs.values())
 
 
 def _model_of(bucket: dt.datetime, row: UsageRow) -> UsageMinute:
@@ -197,10 +198,8 @@ def _model_of(bucket: dt.datetime, row: UsageRow) -> UsageMinute:
         service=row.service,
         api_key=row.api_key,
         bucket=bucket,
-        allowed=row.allowed,
-        denied=row.denied,
-        shadow_denied=row.shadow_denied,
         costs=dict(row.costs),
-        session_ms=row.session_ms,
-        logged=row.logged,
+        # The amounts the store counts (allowed, denied, shadow_denied, session_ms, logged); the others are
+        # decisions made without it (decisions.py) and stay 0 here.
+        **{name: getattr(row, name, 0) for name in AMOUNTS},
     )

@@ -19,9 +19,10 @@ from collections.abc import Iterable
 
 from django.db import connection, transaction
 
-from apps.usage.models import AMOUNTS, COUNTERS, UNIQUE_FIELDS, UsageBucket, UsageMinute
+from apps.usage.models import UNIQUE_FIELDS, UsageBucket, UsageMinute
+from apps.usage.vocabulary import AMOUNTS
 
-__all__ = ["COUNTERS", "add_into", "merged_minutes", "usage_minutes_add"]
+__all__ = ["add_into", "merged_minutes", "usage_minutes_add"]
 COLUMNS = (*UNIQUE_FIELDS, *AMOUNTS, "costs")
 KEY = ", ".join(UNIQUE_FIELDS)
 # Rows per statement: 14 parameters each, well under SQLite's and PostgreSQL's parameter limits.

@@ -6,7 +6,7 @@ import pytest
 
 from apps.usage.models import FlushedMinute, RollupMark, UsageMinute
 from apps.usage.services import DecisionCounts, usage_decisions_add
-from apps.usage.services.minutes import COUNTERS
+from apps.usage.vocabulary import REPORTED as COUNTERS
 from tests.usage.factories import DecisionCountsFactory, UsageMinuteFactory, minute_number
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from apps.engine import ManualClock, MemoryStore
 from apps.usage.models import RollupMark, UsageDay, UsageHour, UsageMinute
 from apps.usage.services import DecisionCounts, usage_decisions_add, usage_flush, usage_rollup
 from apps.usage.services import rollup as rollup_module
-from apps.usage.services.minutes import COUNTERS
+from apps.usage.vocabulary import REPORTED as COUNTERS
 from tests.usage.factories import minute_number, spend
 
 T = dt.datetime(2026, 3, 4, 10, 0, tzinfo=dt.UTC)
