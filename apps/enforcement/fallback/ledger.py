@@ -46,8 +46,16 @@ def decision_counts(item: CheckItem, outcome: str, *, degraded: bool, now_ms: in
     `degraded`: decided by a failure policy (allowed or denied only: a 503 is counted as unavailable)."""
     costs = dict(usage_costs(item)) if outcome == "allowed" else {}
     counts: dict[str, Any] = {name: int(name == outcome) for name in OUTCOMES}
-    return DecisionCounts(item.customer, item.operation, now_ms // MINUTE_MS, degraded=int(degraded), costs=costs,
-                          service=item.service, api_key=item.api_key, **counts)  # fmt: skip
+    return DecisionCounts(
+        item.customer,
+        item.operation,
+        now_ms // MINUTE_MS,
+        degraded=int(degraded),
+        costs=costs,
+        service=item.service,
+        api_key=item.api_key,
+        **counts,
+    )
 
 
 def decisions_write(rows: list[DecisionCounts], spending: Spending) -> int:

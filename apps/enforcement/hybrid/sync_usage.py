@@ -105,9 +105,15 @@ def usage_report(
             spending.record(record, window, grew)
     allowed, denied = (report.allowed, report.denied) if report is not None and balanced.first else (0, 0)
     counts = DecisionCounts(
-        item.customer, item.operation, now // 60_000, allowed=allowed, denied=denied, costs=dict(balanced.costs),
-        service=item.service, api_key=item.api_key,
-    )  # fmt: skip
+        item.customer,
+        item.operation,
+        now // 60_000,
+        allowed=allowed,
+        denied=denied,
+        costs=dict(balanced.costs),
+        service=item.service,
+        api_key=item.api_key,
+    )
     if not counts.empty or spending.records:
         decision_ledger.add(counts, spending if spending.records else None)
 
