@@ -10,7 +10,7 @@ import pytest
 
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.fallback.ledger import decision_ledger
-from apps.enforcement.hybrid import counting as hybrid
+from apps.enforcement.hybrid import counters as hybrid
 from apps.engine import CheckItem
 from apps.limits.snapshot_holder import snapshot_current
 from apps.usage.models import CounterRecord

@@ -17,17 +17,16 @@ from apps.enforcement.api_base import EnforcementApi
 from apps.enforcement.decisions import schema_docs as decision_docs
 from apps.enforcement.decisions import serializers
 from apps.enforcement.decisions.headers import ratelimit_headers, retry_after_header
-from apps.enforcement.decisions.parsing import BatchTooLarge, parse_batch, parse_check
-from apps.enforcement.decisions.services import (
+from apps.enforcement.decisions.outcomes import (
     BATCH_REJECTED,
     COST_EXCEEDS_LIMIT,
     DENIED,
     OVER_LIMIT,
     CheckOutcome,
-    check_batch_evaluate,
-    check_evaluate,
     outcome_message,
 )
+from apps.enforcement.decisions.parsing import BatchTooLarge, parse_batch, parse_check
+from apps.enforcement.decisions.services import check_batch_evaluate, check_evaluate
 from apps.limits.snapshot import Snapshot
 from apps.limits.snapshot_holder import snapshot_current
 

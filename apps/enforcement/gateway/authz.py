@@ -20,8 +20,9 @@ from django.core.exceptions import ImproperlyConfigured
 from apps.api.fields import ParseError
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.exceptions import Forbidden, InvalidInput
+from apps.enforcement.decisions.outcomes import DENIED, OK, CheckOutcome
 from apps.enforcement.decisions.parsing import MAX_CUSTOMER_LENGTH, parse_check
-from apps.enforcement.decisions.services import DENIED, OK, CheckOutcome, check_evaluate
+from apps.enforcement.decisions.services import check_evaluate
 from apps.enforcement.gateway.paths import PathRefused, path_normalize
 from apps.engine import CheckItem
 from apps.limits.snapshot import Snapshot

@@ -35,7 +35,7 @@ from apps.apikeys.selectors import ApiPrincipal
 from apps.enforcement.decisions.services import check_resolve
 from apps.enforcement.decisions.specs import engine_args, limit_spec_of
 from apps.enforcement.fallback.decide import StoreUnavailable
-from apps.enforcement.hybrid.counting import RETENTION_WINDOWS, counter_names, exchange_log, recorded_of, windows_of
+from apps.enforcement.hybrid.counters import RETENTION_WINDOWS, counter_names, exchange_log, recorded_of, windows_of
 from apps.enforcement.hybrid.stores import CLOCK as hybrid_clock
 from apps.enforcement.hybrid.stores import peers_for
 from apps.enforcement.hybrid.sync_request import SyncCounter, SyncRequest

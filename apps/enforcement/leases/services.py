@@ -20,15 +20,9 @@ from dataclasses import dataclass
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.exceptions import ApplicationError, InvalidInput, NotFound
 from apps.enforcement.counters.guarded_store import engine_call
+from apps.enforcement.decisions.outcomes import CheckOutcome, outcome_of_decision
 from apps.enforcement.decisions.parsing import MAX_LEASE_TTL_S
-from apps.enforcement.decisions.services import (
-    CheckOutcome,
-    check_resolve,
-    outcome_of_decision,
-    outcome_of_rule,
-    request_id_reused,
-    specs_of,
-)
+from apps.enforcement.decisions.services import check_resolve, outcome_of_rule, request_id_reused, specs_of
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.fallback import FallbackDecision, StoreUnavailable, fallback_check
 from apps.enforcement.leases.parsing import ALLOCATION

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from apps.enforcement.hybrid import counting as hybrid
+from apps.enforcement.hybrid import counters as hybrid
 from apps.limits.models import RuleAction
 from tests.api_fixtures import client_with
 from tests.customers.factories import CustomerFactory

@@ -19,7 +19,7 @@ from django.db.models import Sum
 from quota_client.hybrid import MAX_INSTANCES
 
 from apps.enforcement.fallback.ledger import decision_ledger
-from apps.enforcement.hybrid import counting as hybrid
+from apps.enforcement.hybrid import counters as hybrid
 from apps.enforcement.hybrid import stores as hybrid_stores
 from apps.limits.models import Mode
 from apps.usage.models import UsageMinute

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from apps.apikeys.services import api_key_create
 from apps.enforcement.counters import guarded_store as store
 from apps.enforcement.counters.guarded_store import engine_store_use
-from apps.enforcement.hybrid import counting as hybrid
-from apps.enforcement.hybrid.counting import CLOCK as hybrid_clock
+from apps.enforcement.hybrid import counters as hybrid
+from apps.enforcement.hybrid.stores import CLOCK as hybrid_clock
 from apps.engine.keys import lease_owner_part
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from apps.enforcement.hybrid import counting as hybrid
+from apps.enforcement.hybrid import counters as hybrid
 from apps.engine.decision_log import log_key
 from apps.quality.models import DecisionEvent
 from apps.quality.services.audits import audit_quality_run, log_filters
