@@ -89,16 +89,44 @@ def config_document(scenario: Scenario, *, audit: bool = True) -> dict[str, Any]
     marked = {"audit": True} if audit else {}
     per_customer = {"key_by": ["customer"]}
     limits = [
-        {"name": SESSIONS_LIMIT, "operation": SESSION_OPERATION, "algorithm": "concurrency",
-         "limit": scenario.concurrency, "period": "hour", **per_customer, **marked},
-        {"name": OPENINGS_LIMIT, "operation": SESSION_OPERATION, "algorithm": "sliding_log",
-         "limit": scenario.openings, "period": scenario.openings_period_s, **per_customer, **marked},
-        {"name": SESSION_TIME_LIMIT, "operation": SESSION_OPERATION, "algorithm": "session_time",
-         "limit": scenario.session_time_s, "period": scenario.session_time_period_s, "unit": "seconds",
-         **per_customer, **marked},
-        {"name": QUERIES_LIMIT, "operation": QUERY_OPERATION, "algorithm": "fixed_window",
-         "limit": scenario.queries, "period": scenario.queries_period_s, **per_customer, **marked},
-    ]  # fmt: skip
+        {
+            "name": SESSIONS_LIMIT,
+            "operation": SESSION_OPERATION,
+            "algorithm": "concurrency",
+            "limit": scenario.concurrency,
+            "period": "hour",
+            **per_customer,
+            **marked,
+        },
+        {
+            "name": OPENINGS_LIMIT,
+            "operation": SESSION_OPERATION,
+            "algorithm": "sliding_log",
+            "limit": scenario.openings,
+            "period": scenario.openings_period_s,
+            **per_customer,
+            **marked,
+        },
+        {
+            "name": SESSION_TIME_LIMIT,
+            "operation": SESSION_OPERATION,
+            "algorithm": "session_time",
+            "limit": scenario.session_time_s,
+            "period": scenario.session_time_period_s,
+            "unit": "seconds",
+            **per_customer,
+            **marked,
+        },
+        {
+            "name": QUERIES_LIMIT,
+            "operation": QUERY_OPERATION,
+            "algorithm": "fixed_window",
+            "limit": scenario.queries,
+            "period": scenario.queries_period_s,
+            **per_customer,
+            **marked,
+        },
+    ]
     customers = [{"id": customer, "plan": plan} for customer, plan in scenario.groups().items()]
     return {
         "operations": [
