@@ -33,7 +33,7 @@ def session_limits(db):
     operation = OperationFactory(name="OpenSession")
     LimitFactory(name="sessions", operation=operation, algorithm=Algorithm.CONCURRENCY, quantity=5,
                  period_seconds=600, key_by=["customer"])  # fmt: skip
-    LimitFactory(name="session-seconds", operation=operation, algorithm=Algorithm.HELD_TIME, quantity=60,
+    LimitFactory(name="session-seconds", operation=operation, algorithm=Algorithm.SESSION_TIME, quantity=60,
                  period_seconds=60, unit="seconds", key_by=["customer"])  # fmt: skip
     return operation
 
