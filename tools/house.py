@@ -38,6 +38,9 @@ MAX_FUNCTION_LINES = 40
 # with every setting and the comment saying what it is for: splitting it would break that rule, squeezing it would
 # drop the comments. Its length says nothing about a room in the wrong place.
 LENGTH_EXEMPT_MODULES = frozenset({"quota_platform/settings.py"})
+# The OpenAPI documentation of an endpoint (apps/**/schema_docs.py): its example payloads name algorithms as a
+# reader would write them, like docs/; adding an algorithm never has to change them.
+DOCUMENTATION_MODULES = frozenset({"schema_docs.py"})
 
 
 @dataclass
@@ -143,12 +146,15 @@ def algorithm_names(root: Path = ROOT) -> list[str]:
 
 
 def files_naming_algorithms(root: Path = ROOT) -> dict[str, list[str]]:
-    """algorithm -> the files under apps/ (Python, Lua, templates; not tests or migrations) that spell its name.
+    """algorithm -> the files under apps/ (Python, Lua, templates; not tests, migrations or the API documentation's
+    example payloads, DOCUMENTATION_MODULES) that spell its name.
     One place per fact: an algorithm is its registry entry, its fragment and little else."""
     files = [
         path
         for path in (root / "apps").rglob("*")
-        if path.suffix in {".py", ".lua", ".html", ".js"} and not SKIPPED_PARTS & set(path.parts)
+        if path.suffix in {".py", ".lua", ".html", ".js"}
+        and not SKIPPED_PARTS & set(path.parts)
+        and path.name not in DOCUMENTATION_MODULES
     ]
     texts = {str(path.relative_to(root)): path.read_text() for path in files}
     return {

@@ -14,7 +14,7 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
-from apps.usage.vocabulary import COUNTERS
+from apps.usage.vocabulary import COUNTERS, SESSION_MS
 
 WIDTH, HEIGHT = 640, 240
 LEFT, RIGHT, TOP, BOTTOM = 56, 12, 34, 40
@@ -34,8 +34,9 @@ class Series:
 
 
 # Session time (seconds the customer's leases were held, measured from their lifetimes) is not a count of checks:
-# it gets a chart of its own, under the checks chart, with its own axis.
-SESSION_TIME_STYLE = ("session_time", "session time (seconds leases were held)", "#01665e")
+# it gets a chart of its own, under the checks chart, with its own axis. Its line is keyed by the usage field it
+# draws, as the counters' lines are.
+SESSION_TIME_STYLE = (SESSION_MS, "session time (seconds leases were held)", "#01665e")
 LEGEND_ROW = 16
 
 

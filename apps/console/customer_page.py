@@ -19,7 +19,8 @@ from apps.console.charts import SESSION_TIME_STYLE, Series, bucket_labels, count
 from apps.console.monopolization import FORMULA, MonopolizationScore, dimension_of, monopolization_score
 from apps.customers.models import Customer
 from apps.enforcement.counters.inspection import CountersUnavailable, LimitState, customer_limit_states
-from apps.limits.models import Algorithm, Limit
+from apps.limits.algorithms import holds_leases
+from apps.limits.models import Limit
 from apps.limits.snapshot import LimitConfig
 from apps.limits.summaries import amount_phrase, key_phrase, period_phrase
 from apps.usage.selectors import DEFAULT_USAGE_RANGE, USAGE_RANGES, UsageSeries, usage_by_caller, usage_series
@@ -64,7 +65,7 @@ class LimitRow:
 
 def config_phrase(config: LimitConfig) -> str:
     """'20 requests per minute per customer' for a limit as it applies (after overrides)."""
-    if config.algorithm == Algorithm.CONCURRENCY:
+    if holds_leases(config.algorithm):
         return f"{config.quantity} at once {key_phrase(list(config.key_by))}"
     period = f"per {config.calendar_period}" if config.calendar_period else period_phrase(config.period_s)
     burst = f", burst {config.burst}" if config.burst is not None else ""
@@ -157,7 +158,7 @@ def customer_usage_view(model_admin: admin.ModelAdmin, request: HttpRequest, cus
         "charts": usage_charts(series),
         "callers": callers,
         "limit_rows": rows,
-        "lease_rows": [row for row in rows if row.state.limit.algorithm == Algorithm.CONCURRENCY],
+        "lease_rows": [row for row in rows if holds_leases(row.state.limit.algorithm)],
         "score": score,
         "formula": FORMULA,
         "live_error": live_error,

@@ -21,15 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from apps.enforcement.counters.inspection import LimitState
-from apps.limits.models import Algorithm
-from apps.quality.analysis.score import FORMULA, OPENINGS, SESSION_TIME, SESSIONS, TERMS, score_of, term_ratio
+from apps.limits.algorithms import counts_time, holds_leases
+from apps.quality.analysis.score import FORMULA, HELD_TIME, OPENINGS, SESSIONS, TERMS, score_of, term_ratio
 
 # The score's terms and formula are the one definition's (score.py); re-exported for the pages and tests.
 __all__ = [
     "FORMULA",
     "OPENINGS",
     "SESSIONS",
-    "SESSION_TIME",
+    "HELD_TIME",
     "MonopolizationScore",
     "ScoreTerm",
     "dimension_of",
@@ -73,10 +73,10 @@ class MonopolizationScore:
 
 def dimension_of(state: LimitState) -> str | None:
     """The term a limit feeds, or None when it feeds none (see the module docstring)."""
-    if state.limit.algorithm == Algorithm.CONCURRENCY:
+    if holds_leases(state.limit.algorithm):
         return SESSIONS
-    if state.limit.algorithm == Algorithm.SESSION_TIME:
-        return SESSION_TIME
+    if counts_time(state.limit.algorithm):
+        return HELD_TIME
     if state.limit.unit == "requests":
         return OPENINGS
     return None

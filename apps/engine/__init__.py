@@ -10,7 +10,7 @@ counted in the same step, time taken from Redis (or the injected clock in tests)
 from apps.engine.clock import Clock, ManualClock, SystemClock
 from apps.engine.keys import KeyLayout, lease_owner
 from apps.engine.limit_spec import LimitSpec
-from apps.engine.reference.calendar import window_bounds
+from apps.engine.reference.zoned_windows import window_bounds
 from apps.engine.registry import ALGORITHM_NAMES, ALGORITHMS
 from apps.engine.store.base import Store, UsageRow
 from apps.engine.store.memory import MemoryStore

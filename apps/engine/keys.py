@@ -38,8 +38,8 @@ from urllib.parse import unquote
 
 from apps.engine.key_text import enc
 from apps.engine.lease_ids import LeaseIds, lease_owner, lease_owner_part
+from apps.engine.lease_terms import ALLOCATION_TTL_MS
 from apps.engine.limit_spec import LimitSpec
-from apps.engine.reference.concurrency import ALLOCATION_TTL_MS
 from apps.engine.registry import BY_CODE
 from apps.engine.types import ATTRIBUTE_PREFIX, MINUTE_MS, CheckItem, InvalidCheck
 from apps.engine.usage_keys import UsageKeyParts, UsageKeys

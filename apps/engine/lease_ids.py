@@ -15,8 +15,7 @@ import re
 import secrets
 
 from apps.engine.key_text import b64, unb64
-from apps.engine.registry import ALGORITHMS
-from apps.engine.types import CONCURRENCY
+from apps.engine.registry import LEASE_SET
 
 _LEASE_KEY = re.compile(r"c:\{[^{}]+\}:cc:[^:{}]+(?::[^:{}]*)*")
 
@@ -47,7 +46,7 @@ class LeaseIds:
             unb64(parts[1])
         except (binascii.Error, UnicodeDecodeError, ValueError):
             return None
-        if not _LEASE_KEY.fullmatch(rest) or f":{ALGORITHMS[CONCURRENCY].code}:" not in rest:
+        if not _LEASE_KEY.fullmatch(rest) or f":{LEASE_SET.code}:" not in rest:
             return None
         return f"{self.prefix}:{rest}", f"{parts[1]}.{parts[2]}"
 

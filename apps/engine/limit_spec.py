@@ -83,7 +83,7 @@ class LimitSpec:
 
     def _check_period(self) -> None:
         kind = self.entry.period
-        if kind == "calendar":
+        if self.entry.calendar_windows:
             require(
                 self.calendar_period in CALENDAR_PERIODS, f"limit {self.name!r}: calendar_period must be day/week/month"
             )
@@ -102,7 +102,7 @@ class LimitSpec:
     def can_be_durable(self) -> bool:
         """Its algorithm declares a durability, and its period is a calendar one or at least a minute."""
         entry = self.entry
-        return entry.durable and (entry.period == "calendar" or self.period_ms >= MINUTE_MS)
+        return entry.durable and (entry.calendar_windows or self.period_ms >= MINUTE_MS)
 
     @property
     def period_ms(self) -> int:

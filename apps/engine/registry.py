@@ -25,7 +25,7 @@ from apps.engine.algorithms import (
     sliding_window,
     token_bucket,
 )
-from apps.engine.algorithms.base import Algorithm
+from apps.engine.algorithms.base import Algorithm, LeaseClock, LeaseSet
 
 _ENTRIES = (
     fixed_window,
@@ -61,6 +61,10 @@ def _problems(entry: Algorithm, known: dict[str, Algorithm]) -> Iterable[str]:
         yield "a leased algorithm cannot be durable (its leases live in the store only)"
     if entry.burst and not any(param.name == "burst" for param in entry.params):
         yield "burst=True needs the burst parameter"
+    if (entry.holds_leases or entry.counts_time) and not entry.leased:
+        yield "a lease_set or lease_clock is a leased algorithm's"
+    if entry.holds_leases and any(other.holds_leases for other in known.values()):
+        yield "another entry already holds the leases (a lease is taken on one set)"
 
 
 def register(modules: Iterable[object]) -> dict[str, Algorithm]:
@@ -80,6 +84,21 @@ ALGORITHM_NAMES = tuple(ALGORITHMS)
 # name -> key segment code, in registry order (store/args.py numbers algorithms in this order).
 ALGORITHM_CODES = {name: entry.code for name, entry in ALGORITHMS.items()}
 BY_CODE = {entry.code: entry for entry in ALGORITHMS.values()}
+
+
+def _lease_set() -> tuple[Algorithm, LeaseSet]:
+    for entry in ALGORITHMS.values():
+        if entry.lease_set is not None:
+            return entry, entry.lease_set
+    raise ValueError("no algorithm declares lease_set: leases have nowhere to be taken")
+
+
+# The entry leases are taken on and its model (its state is the set of leases), and the entries counting the
+# time leases are held with theirs (store/sessions.py runs them; the memory store and decide.py ask them).
+LEASE_SET, LEASE_SET_MODEL = _lease_set()
+LEASE_CLOCKS: tuple[tuple[Algorithm, LeaseClock], ...] = tuple(
+    (entry, entry.lease_clock) for entry in ALGORITHMS.values() if entry.lease_clock is not None
+)
 
 
 def names_where(**declared: object) -> tuple[str, ...]:

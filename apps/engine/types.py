@@ -14,10 +14,6 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from apps.engine.limit_spec import LimitSpec
 
-# The algorithms the lease and calendar machinery treats by name (the full list: registry.ALGORITHM_NAMES).
-CALENDAR = "calendar"
-CONCURRENCY = "concurrency"
-SESSION_TIME = "session_time"
 CALENDAR_PERIODS = ("day", "week", "month")
 # service: the calling service's name; api_key: the calling key's prefix (never its secret).
 KEY_FIELDS = ("customer", "resource", "ip", "service", "api_key")
@@ -50,7 +46,7 @@ class SessionTimeSpent(Exception):
 
 class ResyncTooLarge(Exception):
     """An allocation resync refused: it would add or drop more allocations than one call may (its Redis work is
-    bounded: reference/concurrency.MAX_RESYNC_CHANGES). Nothing was written."""
+    bounded: lease_terms.MAX_RESYNC_CHANGES). Nothing was written."""
 
 
 class IdempotencyKeyReused(Exception):

@@ -38,10 +38,22 @@ def algorithm_label(name: str) -> str:
     return entry.label if entry is not None else name
 
 
+def holds_leases(algorithm: str) -> bool:
+    """Leases are taken on the algorithm's limits (its counter is the set of leases held); a check only looks."""
+    entry = ALGORITHMS.get(algorithm)
+    return entry is not None and entry.holds_leases
+
+
+def counts_time(algorithm: str) -> bool:
+    """The algorithm counts the seconds leases are held (session time)."""
+    entry = ALGORITHMS.get(algorithm)
+    return entry is not None and entry.counts_time
+
+
 def is_calendar(algorithm: str) -> bool:
     """The algorithm counts per calendar day, week or month (calendar_period), not in seconds."""
     entry = ALGORITHMS.get(algorithm)
-    return entry is not None and entry.period == "calendar"
+    return entry is not None and entry.calendar_windows
 
 
 def _labels(names: tuple[str, ...]) -> str:

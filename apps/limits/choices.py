@@ -6,6 +6,7 @@ from typing import Any
 from django.db import models
 
 from apps.common.validators import ATTRIBUTE_NAME_PATTERN
+from apps.engine.registry import ALGORITHMS
 
 # Named periods that are plain lengths of time for the non-calendar algorithms.
 PERIOD_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
@@ -15,13 +16,12 @@ ATTRIBUTE_KEY_PREFIX = "attr:"
 DEFAULT_KEY_BY = ["customer", "resource"]
 
 
-class Algorithm(models.TextChoices):
-    """The algorithms other code treats by name: calendar periods and leases. Every algorithm, with its
-    choices, fields and rules, is read from the engine's registry (apps/limits/algorithms.py)."""
-
-    CALENDAR = "calendar", "calendar"
-    CONCURRENCY = "concurrency", "concurrency"
-    SESSION_TIME = "session_time", "session time"
+# Every registered algorithm as a choice, its member named by its upper-cased name: built from the registry, so
+# no algorithm is spelled here. Code that treats some algorithms apart asks their entry (Limit.entry) what they
+# are, never their name. (A functional enum: mypy cannot see members made from data.)
+Algorithm = models.TextChoices(  # type: ignore[call-overload]
+    "Algorithm", [(name.upper(), (name, entry.label)) for name, entry in ALGORITHMS.items()]
+)
 
 
 class CalendarPeriod(models.TextChoices):

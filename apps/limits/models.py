@@ -1,23 +1,16 @@
-import contextlib
-
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 from apps.common.models import TimeStampedModel
-from apps.common.validators import (
-    ATTRIBUTE_NAME_PATTERN,
-    normalize_ip_or_cidr,
-    validate_ip_or_cidr,
-    validate_name,
-    validate_string_map,
-)
+from apps.common.validators import ATTRIBUTE_NAME_PATTERN, validate_name, validate_string_map
+from apps.limits.access_rules import AccessRule  # noqa: F401 -- a model of this app: registered and imported here
 from apps.limits.algorithms import algorithm_choices, burst_errors, period_errors, sync_errors, unit_errors
 from apps.limits.choices import (
     Algorithm,  # noqa: F401 -- callers import the vocabulary with the models
     CalendarPeriod,
     Mode,
-    RuleAction,
+    RuleAction,  # noqa: F401
     StoreFailurePolicy,
     key_by_errors,
 )
@@ -183,58 +176,6 @@ class Override(TimeStampedModel):
             errors["match"] = " ".join(error.messages)
         if errors:
             raise ValidationError(errors)
-
-
-class AccessRule(TimeStampedModel):
-    """Allow (bypass every limit) or deny (always reject) a customer, an IP or CIDR block, or an API key.
-
-    Every matcher that is set must match; the rule can be narrowed to one operation and can expire.
-    """
-
-    action = models.CharField(max_length=5, choices=RuleAction.choices)
-    customer = models.ForeignKey(
-        "customers.Customer", null=True, blank=True, on_delete=models.CASCADE, related_name="access_rules"
-    )
-    ip = models.CharField(
-        max_length=64, blank=True, validators=[validate_ip_or_cidr], help_text="An address or CIDR, IPv4 or IPv6."
-    )
-    api_key = models.ForeignKey(
-        "apikeys.ApiKey",
-        to_field="prefix",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="access_rules",
-    )
-    operation = models.ForeignKey(
-        Operation, null=True, blank=True, on_delete=models.CASCADE, help_text="Empty: every operation."
-    )
-    expires = models.DateTimeField(null=True, blank=True)
-    reason = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["action", "-created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.action} {self.matcher_summary}"
-
-    @property
-    def matcher_summary(self) -> str:
-        parts = []
-        if self.customer is not None:
-            parts.append(f"customer {self.customer.external_id}")
-        if self.ip:
-            parts.append(f"ip {self.ip}")
-        if self.api_key_id:
-            parts.append(f"key {self.api_key_id}")
-        return " and ".join(parts) or "nothing"
-
-    def clean(self) -> None:
-        if self.ip:
-            with contextlib.suppress(ValueError):  # the field validator reports a bad address
-                self.ip = normalize_ip_or_cidr(self.ip)
-        if not (self.customer_id or self.ip or self.api_key_id):
-            raise ValidationError("A rule must match a customer, an IP or CIDR, or an API key.")
 
 
 class ConfigVersion(models.Model):

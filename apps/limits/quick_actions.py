@@ -34,8 +34,10 @@ def limit_in_force(snapshot: Snapshot, customer: Customer, limit: Limit, *, now:
 
     Raises QuickActionRefused when the limit does not apply to the customer at all (another plan's).
     """
-    config = next((found for found in snapshot.limits_by_operation.get(limit.operation.name, ())
-                   if found.name == limit.name), None)  # fmt: skip
+    config = next(
+        (found for found in snapshot.limits_by_operation.get(limit.operation.name, ()) if found.name == limit.name),
+        None,
+    )
     plan = customer.plan.name if customer.plan is not None else None
     if config is None or config.plan not in (None, plan):
         raise QuickActionRefused(f"The limit {limit.name} does not apply to {customer.external_id}.")

@@ -19,7 +19,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from apps.common.exceptions import ApplicationError
-from apps.limits.snapshot import Snapshot, config_version_current, snapshot_build, snapshot_load, snapshot_save
+from apps.limits.snapshot import Snapshot, config_version_current, snapshot_build
+from apps.limits.snapshot_file import snapshot_load, snapshot_save
 
 logger = logging.getLogger(__name__)
 

@@ -4,8 +4,7 @@ Every function here is pure: it reads only the fields of the limit it is given (
 objects, no database), so it works on unsaved limits and costs nothing in a changelist.
 """
 
-from apps.limits.algorithms import algorithm_phrase, is_calendar
-from apps.limits.choices import Algorithm
+from apps.limits.algorithms import algorithm_phrase, holds_leases, is_calendar
 from apps.limits.models import Limit
 
 # Largest first: a period is named in the largest unit that divides it evenly.
@@ -48,8 +47,8 @@ def match_phrase(match: object) -> str:
 
 def limit_summary(limit: Limit) -> str:
     """One line an operator can read, e.g. '10 requests per day per customer+resource, calendar, enforce'."""
-    if limit.algorithm == Algorithm.CONCURRENCY:
-        return _concurrency_summary(limit)
+    if holds_leases(limit.algorithm):
+        return _lease_summary(limit)
     period = (
         f"per {limit.calendar_period}"
         if is_calendar(limit.algorithm) and limit.calendar_period
@@ -63,7 +62,7 @@ def limit_summary(limit: Limit) -> str:
     return f"{head}, {algorithm_phrase(limit)}, {limit.mode}"
 
 
-def _concurrency_summary(limit: Limit) -> str:
+def _lease_summary(limit: Limit) -> str:
     leases = "1 concurrent lease" if limit.quantity == 1 else f"{limit.quantity} concurrent leases"
     head = " ".join(part for part in (leases, _key_part(limit), match_phrase(limit.match)) if part)
     if limit.period_seconds:

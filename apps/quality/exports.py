@@ -20,10 +20,28 @@ from apps.quality.selectors import at_ms_of
 
 FORMATS = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
 COLUMNS = (
-    "slot", "entry_id", "kind", "customer", "operation", "limit", "algorithm", "key", "cost", "quantity",
-    "period_ms", "burst", "window_ms", "shadow", "mode", "instance", "lease", "expires_ms", "prev_window_ms",
-    "prev_count", "sync_ms",
-)  # fmt: skip
+    "slot",
+    "entry_id",
+    "kind",
+    "customer",
+    "operation",
+    "limit",
+    "algorithm",
+    "key",
+    "cost",
+    "quantity",
+    "period_ms",
+    "burst",
+    "window_ms",
+    "shadow",
+    "mode",
+    "instance",
+    "lease",
+    "expires_ms",
+    "prev_window_ms",
+    "prev_count",
+    "sync_ms",
+)
 HEADER = ("at", "at_ms", *COLUMNS)
 FETCH_ROWS = 2_000
 

@@ -24,7 +24,7 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from apps.engine import CheckItem, LimitSpec  # noqa: E402
-from apps.engine.reference.concurrency import MAX_RESYNC_CHANGES  # noqa: E402
+from apps.engine.lease_terms import MAX_RESYNC_CHANGES  # noqa: E402
 from apps.engine.store.redis import RedisStore  # noqa: E402
 from bench.engine.run import three_limits  # noqa: E402
 

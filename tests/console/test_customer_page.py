@@ -55,7 +55,7 @@ def test_each_operation_gets_a_chart_and_a_table_of_the_last_hour(admin_client, 
     assert page.count('<svg class="usage-chart"') == 2
     assert 'data-series="allowed" data-total="11"' in page
     assert 'data-series="degraded"' not in page, "counters that are all zero are not drawn"
-    assert 'data-series="session_time"' not in page, "no session time chart where no lease was held"
+    assert 'data-series="session_ms"' not in page, "no session time chart where no lease was held"
 
 
 def test_decisions_made_without_redis_or_by_a_rule_show_in_the_totals_table_and_chart(admin_client, customer) -> None:

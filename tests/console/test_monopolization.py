@@ -2,7 +2,7 @@
 
 import pytest
 
-from apps.console.monopolization import OPENINGS, SESSION_TIME, SESSIONS, dimension_of, monopolization_score
+from apps.console.monopolization import HELD_TIME, OPENINGS, SESSIONS, dimension_of, monopolization_score
 from apps.enforcement.counters.inspection import LimitState
 from apps.limits.snapshot import LimitConfig
 
@@ -21,7 +21,7 @@ def state(name, *, algorithm="fixed_window", unit="requests", used=0, capacity=1
         ("concurrency", "requests", SESSIONS),
         ("fixed_window", "requests", OPENINGS),
         ("token_bucket", "requests", OPENINGS),
-        ("session_time", "seconds", SESSION_TIME),
+        ("session_time", "seconds", HELD_TIME),
         # A time the caller reports as a cost is not measured session time.
         ("calendar", "seconds", None),
         ("fixed_window", "session_seconds", None),
@@ -42,7 +42,7 @@ def test_the_score_adds_sessions_openings_and_session_time() -> None:
         ]
     )
 
-    assert [term.dimension for term in score.terms] == [SESSIONS, OPENINGS, SESSION_TIME]
+    assert [term.dimension for term in score.terms] == [SESSIONS, OPENINGS, HELD_TIME]
     assert score.value == pytest.approx(0.6 + 0.6 + 0.25)
     assert score.maximum == 3
     assert score.expression == "3/5 + 12/20 + 900/3,600 = 1.45"

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.console.customer_page import seconds_text
-from apps.console.monopolization import SESSION_TIME, SESSIONS
+from apps.console.monopolization import HELD_TIME, SESSIONS
 from apps.customers.models import Customer
 from apps.limits.models import Algorithm
 from apps.usage.models import UsageHour, UsageMinute
@@ -79,13 +79,13 @@ def test_stored_session_time_gets_its_own_chart_a_table_column_and_a_total(admin
     assert sessions.totals["session_ms"] == 90_500
     assert [row[1:] for row in sessions.rows] == [(1, 0, 0, 0, 0, 0, "30.5"), (0, 0, 0, 0, 0, 0, "60")]
     line = session_line(sessions)
-    assert (line.get("data-series"), line.get("data-total")) == ("session_time", "90.5")
+    assert (line.get("data-series"), line.get("data-total")) == ("session_ms", "90.5")
     assert charts["PutRecords"].session_svg is None, "no lease held on PutRecords: no session chart"
     page = response.content.decode()
     assert 'data-session-ms="90500">90.5 s</span>' in page
     assert '<th scope="col">Session time (s)</th>' in page
     assert "seconds held per minute" in page
-    assert page.count('data-series="session_time"') == 1
+    assert page.count('data-series="session_ms"') == 1
 
 
 def test_longer_ranges_show_the_rolled_up_session_time(admin_client, customer) -> None:
@@ -135,7 +135,7 @@ def test_the_scores_session_time_term_is_the_measured_time_not_a_reported_cost(
 
     assert [(term.dimension, term.limit, term.used, term.allowed) for term in score.terms] == [
         (SESSIONS, "sessions", 1, 5),
-        (SESSION_TIME, "session-seconds", 15, 60),
+        (HELD_TIME, "session-seconds", 15, 60),
     ]
     assert api.delete(f"/api/v1/leases/{lease}").status_code == 204
     clock.advance(20_000)  # released: its time stops growing
@@ -143,5 +143,5 @@ def test_the_scores_session_time_term_is_the_measured_time_not_a_reported_cost(
     response = admin_client.get(usage_url(customer))
 
     terms = {term.dimension: term for term in response.context["score"].terms}
-    assert (terms[SESSION_TIME].used, terms[SESSIONS].used) == (15, 0)
+    assert (terms[HELD_TIME].used, terms[SESSIONS].used) == (15, 0)
     assert "0/5 + 15/60 = 0.25" in response.content.decode()

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from apps.engine.reference import calendar
+from apps.engine.reference import zoned_windows
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def assert_fixed_windows(events: Iterable[Admitted], period_ms: int, quantity: i
 def assert_calendar_windows(events: Iterable[Admitted], timezone: str, period: str, quantity: int) -> None:
     """No local day/week/month admits more than quantity."""
     assert_windows(
-        events, lambda at: calendar.pick_window(calendar.window_bounds(at, timezone, period), at)[0], quantity
+        events, lambda at: zoned_windows.pick_window(zoned_windows.window_bounds(at, timezone, period), at)[0], quantity
     )
 
 

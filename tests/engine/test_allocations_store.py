@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from apps.engine import CheckItem, InvalidCheck, LimitSpec, ManualClock, MemoryStore, ResyncTooLarge
 from apps.engine.keys import ALLOCATION_TTL_MS
-from apps.engine.reference.concurrency import FOREVER, MAX_RESYNC_CHANGES
+from apps.engine.lease_terms import FOREVER, MAX_RESYNC_CHANGES
 from apps.engine.store.base import Store
 from apps.engine.store.redis import RedisStore
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from apps.engine import LimitSpec
 from apps.engine.durability import lookback_start, parse_record_field, reach_ms, rebuild, record_bucket, record_field
-from apps.engine.reference import calendar
+from apps.engine.reference import zoned_windows
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
 from tests.engine.conftest import START_MS
@@ -39,7 +39,7 @@ def spec_strategy() -> st.SearchStrategy[LimitSpec]:
 
 def params_at(spec: LimitSpec, now: int) -> Params:
     window = (
-        calendar.pick_window(calendar.window_bounds(now, "UTC", spec.calendar_period), now)
+        zoned_windows.pick_window(zoned_windows.window_bounds(now, "UTC", spec.calendar_period), now)
         if spec.calendar_period
         else (0, 0)
     )  # noqa: E501

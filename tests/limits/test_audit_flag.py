@@ -6,7 +6,8 @@ import pytest
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.limits.config_io import config_export
 from apps.limits.models import Limit
-from apps.limits.snapshot import snapshot_build, snapshot_from_json, snapshot_to_json
+from apps.limits.snapshot import snapshot_build
+from apps.limits.snapshot_file import snapshot_from_json, snapshot_to_json
 from tests.limits.config_io.helpers import import_text
 from tests.limits.factories import LimitFactory
 

@@ -5,14 +5,8 @@ from django.utils import timezone
 
 from apps.apikeys.services import api_key_create
 from apps.limits.models import Mode
-from apps.limits.snapshot import (
-    config_version_current,
-    snapshot_build,
-    snapshot_from_json,
-    snapshot_load,
-    snapshot_save,
-    snapshot_to_json,
-)
+from apps.limits.snapshot import config_version_current, snapshot_build
+from apps.limits.snapshot_file import snapshot_from_json, snapshot_load, snapshot_save, snapshot_to_json
 from tests.apikeys.factories import ServiceFactory
 from tests.customers.factories import CustomerFactory, PlanFactory
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory, OverrideFactory

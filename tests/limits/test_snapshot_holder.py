@@ -1,7 +1,8 @@
 import pytest
 from django.db import OperationalError
 
-from apps.limits.snapshot import snapshot_build, snapshot_save
+from apps.limits.snapshot import snapshot_build
+from apps.limits.snapshot_file import snapshot_save
 from apps.limits.snapshot_holder import ConfigUnavailable, SnapshotHolder
 from tests.limits.factories import LimitFactory
 

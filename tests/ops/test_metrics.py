@@ -15,7 +15,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
 from apps.common.metrics import decision_recorded
-from apps.limits.snapshot import Snapshot, snapshot_save
+from apps.limits.snapshot import Snapshot
+from apps.limits.snapshot_file import snapshot_save
 from apps.limits.snapshot_holder import SnapshotHolder, snapshot_holder
 from tests.servers import repository_root
 

@@ -14,7 +14,8 @@ import redis
 from django.db import DatabaseError, connections
 from django.db.backends.sqlite3.base import DatabaseWrapper
 
-from apps.limits.snapshot import Snapshot, snapshot_save
+from apps.limits.snapshot import Snapshot
+from apps.limits.snapshot_file import snapshot_save
 from apps.limits.snapshot_holder import SnapshotHolder
 from apps.ops import readiness
 from tests.cluster_server import node_client

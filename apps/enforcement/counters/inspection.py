@@ -23,7 +23,8 @@ from apps.engine import CheckItem, MemoryStore, Store
 from apps.engine.keys import KeyLayout, enc
 from apps.engine.registry import ALGORITHM_CODES
 from apps.engine.store.redis import RedisStore
-from apps.limits.models import Algorithm, Mode
+from apps.limits.algorithms import holds_leases
+from apps.limits.models import Mode
 from apps.limits.resolution import limit_effective
 from apps.limits.snapshot import LimitConfig, Snapshot
 from apps.limits.snapshot_holder import snapshot_holder
@@ -113,7 +114,7 @@ def _state(limit: LimitConfig, effective: LimitConfig | None) -> LimitState:
     if "customer" not in limit.key_by:
         shared = "one counter for everyone" if not limit.key_by else f"counted per {'+'.join(limit.key_by)}"
         return replace(state, note=f"shared with other customers ({shared})")
-    if limit.key_by != ("customer",) and limit.algorithm != Algorithm.CONCURRENCY:
+    if limit.key_by != ("customer",) and not holds_leases(limit.algorithm):
         return replace(state, note=f"one counter per {'+'.join(limit.key_by)}: no single number for the customer")
     return state
 

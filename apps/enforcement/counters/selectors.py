@@ -15,7 +15,7 @@ from apps.enforcement.counters.inspection import LimitState, customer_limit_stat
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.engine import CheckItem, Decision
 from apps.engine.types import REQUESTS
-from apps.limits.models import Algorithm
+from apps.limits.algorithms import holds_leases
 from apps.limits.resolution import limit_effective, matching_rule
 from apps.limits.snapshot import LimitConfig, Snapshot
 
@@ -102,7 +102,7 @@ def _fill_remaining(rows: list[dict[str, Any]], pairs: list[Any], asked: _Asked)
     counted = [
         (row, effective)
         for row, (_, effective) in zip(rows, pairs, strict=True)
-        if effective is not None and effective.algorithm != Algorithm.CONCURRENCY and not effective.match
+        if effective is not None and not holds_leases(effective.algorithm) and not effective.match
     ]
     if not counted:
         return True
@@ -126,4 +126,4 @@ def _dry_run(asked: _Asked, limit: LimitConfig) -> CheckItem:
 def customer_holdings(customer: str) -> list[LimitState]:
     """The concurrency limits that apply to `customer`, each with what it holds now (leases and allocations,
     over all its counters); for the admin's customer page. Raises CountersUnavailable without Redis."""
-    return [state for state in customer_limit_states(customer) if state.limit.algorithm == Algorithm.CONCURRENCY]
+    return [state for state in customer_limit_states(customer) if holds_leases(state.limit.algorithm)]

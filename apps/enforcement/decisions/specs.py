@@ -11,8 +11,8 @@ from django.conf import settings
 from apps.engine import LimitSpec
 from apps.engine.durability import reach_ms
 from apps.engine.keys import limit_name_of
-from apps.limits.algorithms import HYBRID_ALGORITHMS
-from apps.limits.models import Algorithm, Mode
+from apps.limits.algorithms import HYBRID_ALGORITHMS, holds_leases
+from apps.limits.models import Mode
 from apps.limits.resolution import apply_override
 from apps.limits.snapshot import LimitConfig, Snapshot
 from apps.limits.snapshot_holder import snapshot_current
@@ -110,7 +110,7 @@ def engine_args(limits: Sequence[LimitConfig]) -> EngineArgs:
     entry = _engine_args.get(id(limits))
     if entry is not None and entry[0] is limits:
         return entry[1]
-    counted = tuple(limit for limit in limits if limit.algorithm != Algorithm.CONCURRENCY)
+    counted = tuple(limit for limit in limits if not holds_leases(limit.algorithm))
     hybrid = tuple(limit for limit in counted if limit.sync_ms is not None and limit.algorithm in HYBRID_ALGORITHMS)
     exact = tuple(limit for limit in counted if limit not in hybrid) if hybrid else counted
     args = EngineArgs(

@@ -4,7 +4,7 @@ A lease acquired with `"ttl_s": null` is an allocation: it holds a slot of its c
 released. A service that counts its live objects in its own database resynchronizes the count now and then
 (after a crash that lost a release, or to seed the quota of objects that predate it): allocations_set makes
 the customer hold exactly that many allocations in the counter, adding placeholders or dropping its allocations
-(placeholders first; engine reference/concurrency.resync). Leases that expire are left as they are.
+(placeholders first; the engine lease set model's resync). Leases that expire are left as they are.
 
 A resync is state the caller reports, not a decision the limit bounds, so it is held to the trust boundary:
 - it moves only the named customer's own allocations, also on a counter several customers share;
@@ -25,8 +25,8 @@ from apps.enforcement.counters.guarded_store import engine_call
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.fallback import StoreUnavailable
 from apps.engine import CheckItem, ResyncTooLarge
-from apps.engine.reference.concurrency import MAX_RESYNC_CHANGES
-from apps.limits.models import Algorithm
+from apps.engine.lease_terms import MAX_RESYNC_CHANGES
+from apps.engine.registry import LEASE_SET
 from apps.limits.resolution import limit_effective
 from apps.limits.snapshot import LimitConfig, Snapshot
 
@@ -35,7 +35,7 @@ def _concurrency_limit(snapshot: Snapshot, customer: str, name: str) -> LimitCon
     """The concurrency limit `name` that applies to `customer` (its plan's or everyone's); 404 otherwise."""
     config = snapshot.customers.get(customer)
     plan = config.plan if config else None
-    for limit in snapshot.limits_named(name, Algorithm.CONCURRENCY):
+    for limit in snapshot.limits_named(name, LEASE_SET.name):
         if limit.plan in (None, plan):
             return limit
     raise NotFound(

@@ -19,7 +19,7 @@ from apps.enforcement.decisions.parsing import MAX_LEASE_ID_LENGTH
 from apps.enforcement.leases import schema_docs as lease_docs
 from apps.enforcement.leases.parsing import parse_lease, parse_renew
 from apps.enforcement.leases.services import SessionTimeExhausted, lease_acquire, lease_release, lease_renew
-from apps.engine.reference.concurrency import FOREVER
+from apps.engine.lease_terms import FOREVER
 from apps.limits.snapshot_holder import snapshot_current
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from apps.api.fields import ParseError, kind_of, text_problem, whole_number
 from apps.enforcement.decisions.parsing import MAX_LEASE_TTL_S, MAX_RESOURCE_LENGTH, parse_check
 from apps.engine import CheckItem
-from apps.engine.reference.concurrency import MAX_RESYNC_CHANGES
+from apps.engine.lease_terms import MAX_RESYNC_CHANGES
 
 ALLOCATION = 0  # parse_lease's ttl for `"ttl_s": null`: an allocation, held until released (never expires)
 # The most allocations a resync may set for one customer and counter: what one resync may add from none, so its

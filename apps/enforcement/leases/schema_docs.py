@@ -17,7 +17,7 @@ from apps.api.schema_errors import (
 )
 from apps.enforcement.decisions import serializers
 from apps.enforcement.decisions.schema_docs import DECIDING_RESPONSES, decision, limit
-from apps.engine.reference.concurrency import MAX_RESYNC_CHANGES
+from apps.engine.lease_terms import MAX_RESYNC_CHANGES
 
 SESSIONS = {"name": "open-session-concurrent", "algorithm": "concurrency", "unit": "requests", "limit": 5}
 STREAMS = {"name": "streams-per-account", "algorithm": "concurrency", "unit": "requests", "limit": 50}

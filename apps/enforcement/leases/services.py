@@ -28,8 +28,10 @@ from apps.enforcement.fallback import FallbackDecision, StoreUnavailable, fallba
 from apps.enforcement.leases.parsing import ALLOCATION
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, KeyLayout, Store, lease_owner
 from apps.engine.keys import limit_name_of
+from apps.engine.registry import LEASE_SET
 from apps.engine.types import SessionTimeSpent
-from apps.limits.models import Algorithm, Mode, StoreFailurePolicy
+from apps.limits.algorithms import counts_time, holds_leases
+from apps.limits.models import Mode, StoreFailurePolicy
 from apps.limits.resolution import resolve
 from apps.limits.snapshot import LimitConfig, Snapshot
 
@@ -79,25 +81,25 @@ def _lease_limit(lease_id: str, snapshot: Snapshot) -> LimitConfig | None:
     target = _LEASE_IDS.lease_target(lease_id)
     if target is None:
         return None
-    named = snapshot.limits_named(limit_name_of(target[0].split(":", 1)[1]), Algorithm.CONCURRENCY)
+    named = snapshot.limits_named(limit_name_of(target[0].split(":", 1)[1]), LEASE_SET.name)
     return named[0] if named else None
 
 
 def _slot_and_others(limits: tuple[LimitConfig, ...], operation: str) -> tuple[LimitConfig, list[LimitConfig]]:
     """The tightest concurrency limit (the slot a lease takes) and the operation's other limits."""
-    slots = sorted((limit for limit in limits if limit.algorithm == Algorithm.CONCURRENCY), key=lambda lm: lm.quantity)
+    slots = sorted((limit for limit in limits if holds_leases(limit.algorithm)), key=lambda lm: lm.quantity)
     if not slots:
         # 404: the request is well-formed; what it asks for (a concurrency slot) does not exist.
         raise NotFound(
             f"No concurrency limit applies to {operation} for this customer; use /api/v1/check instead.",
             code="no_concurrency_limit",
         )
-    return slots[0], [limit for limit in limits if limit.algorithm != Algorithm.CONCURRENCY]
+    return slots[0], [limit for limit in limits if not holds_leases(limit.algorithm)]
 
 
 def _refuse_timeless_sessions(limits: tuple[LimitConfig, ...], ttl_s: int | None) -> None:
     """An allocation never expires: it cannot count against a session_time limit, whose time it would fill."""
-    if ttl_s == ALLOCATION and any(limit.algorithm == Algorithm.SESSION_TIME for limit in limits):
+    if ttl_s == ALLOCATION and any(counts_time(limit.algorithm) for limit in limits):
         raise InvalidInput(
             "This operation counts session time, so its leases must expire: give ttl_s in seconds.",
             fields={"ttl_s": ["An allocation (null) cannot count session time."]},

@@ -20,10 +20,12 @@ from apps.engine.reference.base import Params
 if TYPE_CHECKING:
     from apps.engine.limit_spec import LimitSpec
 
-# How an algorithm measures its period: whole seconds (period_s), a calendar day/week/month, or not at all.
-PeriodKind = Literal["seconds", "calendar", "none"]
-# How the quality audit (apps/quality/analysis) judges decisions: one invariant check per kind.
-AuditKind = Literal["window", "log", "sliding_counter", "bucket", "concurrency", "session_time"]
+# How an algorithm measures its period: whole seconds (period_s), a day/week/month in the customer's time zone
+# ("zoned": its windows are calendar windows), or not at all.
+PeriodKind = Literal["seconds", "zoned", "none"]
+# How the quality audit (apps/quality/analysis) judges decisions: one invariant check per kind (lease_set: leases
+# held at once; lease_time: seconds of lease time per window).
+AuditKind = Literal["window", "log", "sliding_counter", "bucket", "lease_set", "lease_time"]
 # Local+global counting (enforcement's hybrid sync): which window the instances exchange, or None.
 HybridWindow = Literal["fixed", "sliding"] | None
 
@@ -67,6 +69,55 @@ class Shaper(Protocol):
 
     def batch_retry(self, state: Any, params: Params, now: int, most: int) -> int | None:
         """When every item of an atomic batch would pass; None when never."""
+        ...
+
+
+class LeaseSet(Model, Protocol):
+    """A model whose state is the set of leases itself (`lease_set`): what the lease scripts' Python twins
+    (store/sessions.py, the memory store) ask of it. Members are "<b64 owner>.<random>"; expiries in epoch ms."""
+
+    def live(self, state: Any, now: int) -> Any:
+        """The leases not expired at `now`, as ((expires, member), ...)."""
+        ...
+
+    def allocations(self, state: Any, now: int) -> list[str]:
+        """The members held until released (allocations)."""
+        ...
+
+    def owned(self, members: list[str], owner: str) -> list[str]:
+        """The members of `owner` (its b64 part)."""
+        ...
+
+    def resync_changes(self, state: Any, now: int, held: int, owner: str) -> int:
+        """How many allocations a resync of `owner` to `held` adds or drops."""
+        ...
+
+    def resync(self, state: Any, now: int, held: int, owner: str) -> Any:
+        """The state with exactly `held` allocations of `owner`."""
+        ...
+
+    def renew(self, state: Any, now: int, member: str, ttl_ms: int) -> tuple[Any, int | None]:
+        """(state, new expiry or None when the lease is gone)."""
+        ...
+
+    def release(self, state: Any, now: int, member: str) -> Any:
+        """The state without `member`."""
+        ...
+
+
+class LeaseClock(Protocol):
+    """A model counting the time leases are held (`lease_clock`): a renewal and a release settle it."""
+
+    def evaluate(self, state: Any, params: Params, now: int, cost: int) -> tuple[bool, int | None]:
+        """Whether time is left (a renewal asks with cost 1)."""
+        ...
+
+    def renew(self, state: Any, params: Params, now: int, member: str, expires: int) -> Any:
+        """The state with `member`'s session now ending at `expires`."""
+        ...
+
+    def release(self, state: Any, params: Params, now: int, member: str) -> Any:
+        """The state with `member`'s session ended at `now`."""
         ...
 
 
@@ -128,6 +179,9 @@ class Algorithm:
     period: how the period is given; burst: the limit takes a capacity above its rate (LimitSpec.burst);
         params: what an operator sets besides quantity and unit; fixed_unit: the one unit it counts, if any.
     leased: spent by leases, not checks (a plain check only looks); validate(spec): an error message or None.
+    lease_set: its state is the set of leases itself (a lease is taken on it, a lease id names its key, the
+        lease scripts keep it); lease_clock: it counts the seconds leases are held (a lease's record lists it,
+        renewals are judged by it). Both are models of the same algorithm, seen as the lease machinery needs.
     refund: the fragment defines ALG.<code>.refund (refund.lua gives back a cluster reservation with it); only
         leased algorithms may say False (a check spends nothing on them).
     hybrid: the window hybrid counting exchanges for it, or None when it cannot be counted hybrid.
@@ -153,11 +207,28 @@ class Algorithm:
     fixed_unit: str | None = None
     shaper: Shaper | None = None
     validate: Callable[[LimitSpec], str | None] | None = None
+    lease_set: LeaseSet | None = None
+    lease_clock: LeaseClock | None = None
 
     @property
     def durable(self) -> bool:
         """Its counters can be rebuilt after a Redis loss (LimitSpec.durable may be set)."""
         return isinstance(self.durability, Durability)
+
+    @property
+    def holds_leases(self) -> bool:
+        """Leases are taken on it: its counter is the set of leases held."""
+        return self.lease_set is not None
+
+    @property
+    def counts_time(self) -> bool:
+        """It counts the time leases are held (session time), not checks."""
+        return self.lease_clock is not None
+
+    @property
+    def calendar_windows(self) -> bool:
+        """Its windows are days, weeks or months in the customer's time zone (calendar_period), not seconds."""
+        return self.period == "zoned"
 
 
 # The parameters most algorithms share, as plain data.

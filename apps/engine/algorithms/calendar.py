@@ -27,7 +27,7 @@ ENTRY = Algorithm(
     code="cal",
     model=model,
     fragments=("calendar.lua",),
-    period="calendar",
+    period="zoned",
     params=(
         Param(
             "calendar_period",

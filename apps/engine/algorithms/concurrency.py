@@ -19,8 +19,9 @@ ENTRY = Algorithm(
     # A check spends nothing on it (a lease is released, not refunded).
     refund=False,
     hybrid=None,
-    audit="concurrency",
+    audit="lease_set",
     leased=True,
+    lease_set=model,
     fixed_unit="requests",
     summary="leases held at once; acquiring takes one, releasing gives it back",
 )

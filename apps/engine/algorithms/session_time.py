@@ -29,8 +29,9 @@ ENTRY = Algorithm(
     # A check spends nothing on it: leases hold its time.
     refund=False,
     hybrid=None,
-    audit="session_time",
+    audit="lease_time",
     leased=True,
+    lease_clock=model,
     fixed_unit="seconds",
     validate=_check,
     summary="seconds of lease time per window; acquiring and renewing are refused once spent",

@@ -1,6 +1,6 @@
 -- allocations.lua: make one customer hold exactly ARGV[2] allocations (leases held until released) in a concurrency
--- set, from the service's own count (seed 002's "database as counter"; reference/concurrency.resync). Assembled after
--- lib.lua and concurrency.lua (FOREVER, ALLOCATION_TTL_MS), like lease_renew.lua.
+-- set, from the service's own count (seed 002's "database as counter"; the lease set model's resync). Assembled after
+-- lib.lua and the lease set's fragment (FOREVER, ALLOCATION_TTL_MS; store/sessions.py), like lease_renew.lua.
 -- KEYS[1] = the concurrency set. ARGV[1] = now ms ('' = Redis TIME), ARGV[2] = held, ARGV[3] = the owner: the
 -- customer as a lease member names it (keys.lease_owner_part), ARGV[4] = the most allocations one call may add or drop.
 -- Only the owner's allocations move: on a set several customers share, the others' are left alone.

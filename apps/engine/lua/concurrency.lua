@@ -35,7 +35,7 @@ function ALG.cc.book(base, index, now, from, to, sign)
 end
 
 -- A lease record "<start>\n<usage index base>\n<usage base>\n(<session_time key>\n<seconds>\n<period ms>\n
--- <shadow 0|1>\n)*" as {start, index, base, limits = {lim-like tables for session_time.lua}}, or nil.
+-- <shadow 0|1>\n)*" as {start, index, base, limits = {lim-like tables for the session-time fragment}}, or nil.
 function ALG.cc.record(text)
   if not text then return nil end
   local fields = {}

@@ -1,13 +1,13 @@
 -- lease_renew.lua: extend a live lease, unless a session_time limit it counts against has no time left.
--- Assembled after lib.lua, concurrency.lua and session_time.lua (store/sessions.py).
--- KEYS[1] = the concurrency set, KEYS[2] = the lease's record (concurrency.lua; absent for a lease taken
+-- Assembled after lib.lua, the lease set's fragment and the session-time one (store/sessions.py: registry order).
+-- KEYS[1] = the lease set, KEYS[2] = the lease's record (the lease set's fragment; absent for a lease taken
 -- before records existed: renewed as before, with no session time).
 -- ARGV[1] = member, ARGV[2] = ttl ms, ARGV[3] = now ms ('' = Redis TIME).
 -- Logging (store/sessions.py): KEYS[3] = the log stream in the set's slot, ARGV[4] = instance, ARGV[5] = the
 -- stream's cap; a renewal is logged ("renew"), and so is an expired lease found ("expire"). No KEYS[3]: no log.
 -- Returns {1, new expiry ms}; {0, 0} when the lease expired or is unknown (it is not revived); {2, retry
 -- after ms (-1 = never)} when an enforced session_time limit of the lease has spent its window: nothing moves.
--- Renewed, each session of the lease now ends at the new expiry, and usage books the change (concurrency.lua).
+-- Renewed, each session of the lease now ends at the new expiry, and usage books the change (the lease set's fragment).
 -- An allocation (expiry 2^53 - 1) is not changed: renewing it answers its expiry and keeps its keys 7 days more.
 local now = read_now(ARGV[3])
 local member = ARGV[1]
@@ -22,7 +22,7 @@ if old <= now then
   return {0, 0}
 end
 local record = ALG.cc.record(call('GET', KEYS[2]))
-if old >= FOREVER then  -- an allocation stays one: renewing it only keeps its set and record (concurrency.lua)
+if old >= FOREVER then  -- an allocation stays one: renewing it only keeps its set and record
   call('PEXPIRE', KEYS[1], ttl(ALLOCATION_TTL_MS))
   if record then call('PEXPIRE', KEYS[2], ttl(ALLOCATION_TTL_MS)) end
   if stream then LOG.lease(stream, 'renew', KEYS[1], member, old, record and LOG.operation(record.base) or '') end

@@ -23,3 +23,11 @@ class Params:
 def ceil_div(numerator: int, denominator: int) -> int:
     """Exact ceiling of numerator / denominator (denominator > 0)."""
     return -(-numerator // denominator)
+
+
+def window_current(state: tuple[int, int] | None, start: int) -> tuple[int, int]:
+    """A window counter's state, (window start ms, used), as seen in the window starting at `start`: a later
+    window starts at zero; if the clock steps back, the newer stored window is kept so nothing counts twice."""
+    if state is None or state[0] < start:
+        return (start, 0)
+    return state

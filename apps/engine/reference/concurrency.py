@@ -8,7 +8,7 @@ in a counter from the service's own count (the seed's "database as counter"); ev
 (its owner, before the first dot), so a resync for one customer never touches another's allocations on a counter
 they share. Its expiry is FOREVER. A slot held by allocations
 frees only when one is released: waiting for it is never enough (retry None). The state's storage lives
-ALLOCATION_TTL_MS after its last change (below), so a counter nobody touches that long is forgotten, and the
+ALLOCATION_TTL_MS after its last change (lease_terms.py), so a counter nobody touches that long is forgotten, and the
 service's next resync restores it.
 
 State: ((expires_at_ms, member), ...) sorted by expiry.
@@ -16,19 +16,11 @@ State: ((expires_at_ms, member), ...) sorted by expiry.
 
 from __future__ import annotations
 
+from apps.engine.lease_terms import ALLOCATION_TTL_MS, FOREVER
 from apps.engine.reference.base import Params
-from apps.engine.types import MAX_SAFE_INT
-
-# A concurrency set holding allocations (leases that never expire), and their records, live this long after
-# their last change: the one key with no natural end gets a long TTL refreshed by every write. As long as the
-# epoch key's: the longest-lived key the store writes (keys.py).
-ALLOCATION_TTL_MS = 7 * 86_400_000
 
 State = tuple[tuple[int, str], ...]
-FOREVER = MAX_SAFE_INT  # an allocation's expiry (exact in Lua too)
 PLACEHOLDER = ".s"  # a resync's placeholder member: "<b64 customer>.s<now ms>.<n>"
-# The most allocations one resync adds or drops: its Redis work (allocations.lua, ~3 µs a member) stays a few ms.
-MAX_RESYNC_CHANGES = 1_000
 
 
 def live(state: State | None, now: int) -> State:

@@ -6,16 +6,9 @@ steps back, the newer stored window is kept so nothing is counted twice.
 
 from __future__ import annotations
 
-from apps.engine.reference.base import Params
+from apps.engine.reference.base import Params, window_current
 
 State = tuple[int, int]
-
-
-def current(state: State | None, start: int) -> State:
-    """The state as seen in the window starting at `start` (shared with the calendar model)."""
-    if state is None or state[0] < start:
-        return (start, 0)
-    return state
 
 
 def window_start(params: Params, now: int) -> int:
@@ -27,7 +20,7 @@ def evaluate(state: State | None, params: Params, now: int, cost: int) -> tuple[
     """Admit when the window still has `cost` units; otherwise retry at the next window."""
     if cost > params.quantity:
         return False, None
-    start, used = current(state, window_start(params, now))
+    start, used = window_current(state, window_start(params, now))
     if used + cost <= params.quantity:
         return True, 0
     return False, start + params.period_ms - now
@@ -35,13 +28,13 @@ def evaluate(state: State | None, params: Params, now: int, cost: int) -> tuple[
 
 def consume(state: State | None, params: Params, now: int, cost: int, lease: object = None) -> State:
     """Add `cost` to the current window."""
-    start, used = current(state, window_start(params, now))
+    start, used = window_current(state, window_start(params, now))
     return (start, used + cost)
 
 
 def report(state: State | None, params: Params, now: int) -> tuple[int, int]:
     """Units left in the window and milliseconds until it ends."""
-    start, used = current(state, window_start(params, now))
+    start, used = window_current(state, window_start(params, now))
     return max(0, params.quantity - used), start + params.period_ms - now
 
 

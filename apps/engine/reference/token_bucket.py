@@ -2,7 +2,7 @@
 takes `cost` tokens or is rejected whole.
 
 Implemented as a policing meter on the consumed amount (see meter.py), which makes the same
-decisions as GCRA: admitted cost over any interval of length d <= burst + rate * d.
+decisions as the generic cell rate algorithm (gcra): admitted cost over any interval of length d <= burst + rate * d.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The decision log's entries as the Python stores make them: what check.lua, concurrency.lua, lease_renew.lua
-and lease_release.lua write (decision_log.py has the fields), for MemoryStore and decide.py.
+"""The decision log's entries as the Python stores make them: what check.lua, the lease set's fragment,
+lease_renew.lua and lease_release.lua write (decision_log.py has the fields), for MemoryStore and decide.py.
 
 Decisions: one entry per audited limit of an item that is not a dry run nor replayed (nor a Redis Cluster
 slot's part of a check), "allow" when the item was admitted, else "deny". Leases: "acquire" for every lease
@@ -24,8 +24,8 @@ from apps.engine.decision_log import (
     LogEntry,
     log_key_of,
 )
+from apps.engine.registry import LEASE_SET
 from apps.engine.store.plan import ItemPlan, LimitPlan
-from apps.engine.types import CALENDAR, CONCURRENCY
 
 
 def _window(limit: LimitPlan, now: int) -> int:
@@ -33,7 +33,7 @@ def _window(limit: LimitPlan, now: int) -> int:
     # The audit reads a window algorithm's window start (check.lua writes the same).
     if spec.entry.audit != "window":
         return 0
-    if spec.algorithm == CALENDAR:
+    if spec.entry.calendar_windows:
         return limit.params(now).window[0]
     return now - now % spec.period_ms
 
@@ -100,7 +100,7 @@ def lease_entry(
         member_owner(member),
         operation,
         limit,
-        CONCURRENCY,
+        LEASE_SET.name,
         key,
         mode=MODE_EXACT,
         instance=instance,

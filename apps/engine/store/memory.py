@@ -19,12 +19,11 @@ from apps.engine.durability import History, lookback_start, rebuild
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS, KeyLayout
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.name_budget import MemoryNameBudget
-from apps.engine.reference import concurrency
-from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store import logbook, sessions
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Effects, Outcome, Remembered, decide, request_slots
+from apps.engine.store.memory_leases import MemoryLeases
 from apps.engine.store.memory_tools import MemoryTools
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.types import BatchMode, CheckItem, Decision, SeedRequest
@@ -33,7 +32,7 @@ SWEEP_EVERY = 1000
 Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
 
 
-class MemoryStore(MemoryTools):
+class MemoryStore(MemoryLeases, MemoryTools):
     """An in-process Store. clock: where time comes from (the system clock by default)."""
 
     def __init__(
@@ -75,81 +74,15 @@ class MemoryStore(MemoryTools):
     def lease_acquire(
         self, item: CheckItem, limit: LimitSpec, ttl_s: int | None, others: Sequence[LimitSpec] = ()
     ) -> tuple[Decision, str | None, int]:
-        """Take a slot of concurrency `limit` (see Store.lease_acquire)."""
+        """Take a slot of `limit`, the lease set's (see Store.lease_acquire)."""
         plan = plan_item(self._layout, item, [limit, *others], self._clock.now_ms(), lease_ttl_ms(ttl_s))
         outcome = self._run([plan], False, self._lease_granted)[0]
         return outcome.decision, outcome.lease_id, outcome.lease_expires
-
-    def _lease_granted(self, plan: ItemPlan, outcome: Outcome, now: int) -> None:
-        """Under the lock, as concurrency.lua does: the lease's record, its lifetime booked in usage (not an
-        allocation's: it is held until released)."""
-        if outcome.lease_id is not None:
-            self._leases[plan.lease_record_key] = (sessions.record_of(plan, now), outcome.lease_expires)
-            if outcome.lease_expires < concurrency.FOREVER:
-                sessions.book(self._usage, plan.usage_base, now, outcome.lease_expires, 1)
-
-    def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:
-        """Extend a live lease (see Store.lease_renew; sessions.renew)."""
-        ttl_ms = lease_ttl_ms(ttl_s)
-        target = self._layout.lease_target(lease_id)
-        if target is None:
-            return None
-        record_key = self._layout.lease_record_key(*target)
-        with self._lock:
-            now = self._clock.now_ms()
-            record = self._lease_record(record_key, now)
-            expired = self._expired_member(target, now)
-            expires = sessions.renew(record, *self._access(now), self._usage, target, now, ttl_ms)
-            if record is not None and expires is not None:
-                self._leases[record_key] = (record, expires)
-            if expires is not None:
-                self._lease_logged("renew", target, now, expires, record)
-            self._log.add(expired)
-        return expires
-
-    def lease_release(self, lease_id: str) -> None:
-        """Give a lease back (see Store.lease_release; sessions.release)."""
-        target = self._layout.lease_target(lease_id)
-        if target is None:
-            return
-        record_key = self._layout.lease_record_key(*target)
-        with self._lock:
-            now = self._clock.now_ms()
-            record = self._lease_record(record_key, now)
-            expired = self._expired_member(target, now)
-            live = any(member == target[1] for _, member in concurrency.live(self._read(target[0], now), now))
-            sessions.release(record, *self._access(now), self._usage, target, now)
-            self._leases.pop(record_key, None)
-            if live:
-                self._lease_logged("release", target, now, 0, record)
-            self._log.add(expired)
-
-    def _expired_member(self, target: tuple[str, str], now: int) -> list[LogEntry]:
-        """The lease `target` names, if its set still holds it expired (lease_renew.lua, lease_release.lua)."""
-        return logbook.expired_in(self._read(target[0], now), target[0], now, self._instance, target[1])
-
-    def _lease_logged(
-        self, kind: str, target: tuple[str, str], now: int, expires: int, record: sessions.LeaseRecord | None
-    ) -> None:
-        base = record.usage_base if record is not None else None
-        self._log.add([logbook.lease_entry(self._layout.prefix, kind, *target, now, self._instance, expires, base)])
 
     def log_streams(self) -> dict[str, list[LogEntry]]:
         """The decision log: each stream's entries, oldest first (decision_log.py; RedisStore writes them to Redis)."""
         with self._lock:
             return self._log.streams()
-
-    def _lease_record(self, key: str, now: int) -> sessions.LeaseRecord | None:
-        held = self._leases.get(key)
-        return held[0] if held is not None and held[1] > now else None
-
-    def _access(self, now: int) -> tuple[sessions.Read, sessions.Write]:
-        """Read and write states at `now` (for sessions.renew and sessions.release)."""
-
-        def write(key: str, state: Any, params: Params, algorithm: str) -> None:
-            self._store(key, state, ALGORITHMS[algorithm].model.expires_at(state, params, now), now)
-
-        return (lambda key: self._read(key, now)), write
 
     def names_admit(self, service: str, names: Sequence[str], per_day: int) -> list[bool]:
         """See Store.names_admit."""
@@ -192,15 +125,6 @@ class MemoryStore(MemoryTools):
                     if not outcome.decision.replayed:
                         granted(plan, outcome, now)
         return outcomes
-
-    def _expired_dropped(self, plans: list[ItemPlan], outcomes: list[Outcome], now: int) -> list[LogEntry]:
-        """The expired leases a granted lease's set drops as it is written (concurrency.lua's save)."""
-        dropped: list[LogEntry] = []
-        for plan, outcome in zip(plans, outcomes, strict=True):
-            if outcome.lease_id is not None and not outcome.decision.replayed:
-                key = plan.limits[0].keys[0]
-                dropped += logbook.expired_in(self._read(key, now), key, now, self._instance)
-        return dropped
 
     def _rebuild_missing(self, plans: list[ItemPlan], now: int) -> dict[str, Any]:
         """Rebuild the durable counters of `plans` that are missing and may have lost what they held.

@@ -8,9 +8,10 @@ from typing import Any
 
 from apps.engine.clock import Clock
 from apps.engine.keys import KeyLayout, lease_owner_part
+from apps.engine.lease_terms import MAX_RESYNC_CHANGES
 from apps.engine.limit_spec import LimitSpec
-from apps.engine.reference import concurrency
 from apps.engine.reference.base import Params
+from apps.engine.registry import LEASE_SET_MODEL as LEASES
 from apps.engine.types import CheckItem, ResyncTooLarge
 
 
@@ -52,19 +53,19 @@ class MemoryTools:
             self._epoch = self._clock.now_ms()
 
     def leases_live(self, keys: Sequence[str]) -> int:
-        """Unexpired leases in the concurrency counters `keys`."""
+        """Unexpired leases in the lease set counters `keys`."""
         with self._lock:
             now = self._clock.now_ms()
-            return sum(len(concurrency.live(self._read(key, now), now)) for key in keys)
+            return sum(len(LEASES.live(self._read(key, now), now)) for key in keys)
 
     def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> int:
-        """See Store.allocations_set (reference/concurrency.resync)."""
+        """See Store.allocations_set (the lease set model's resync)."""
         key = self._layout.counter_keys(limit, item)[0]
         with self._lock:
             now = self._clock.now_ms()
             state, owner = self._read(key, now), lease_owner_part(item.customer)
-            if concurrency.resync_changes(state, now, held, owner) > concurrency.MAX_RESYNC_CHANGES:
+            if LEASES.resync_changes(state, now, held, owner) > MAX_RESYNC_CHANGES:
                 raise ResyncTooLarge
-            synced = concurrency.resync(state, now, held, owner)
-            self._store(key, synced, concurrency.expires_at(synced, Params(0, 0, 0), now), now)
-            return len(concurrency.owned(concurrency.allocations(state, now), owner))
+            synced = LEASES.resync(state, now, held, owner)
+            self._store(key, synced, LEASES.expires_at(synced, Params(0, 0, 0), now), now)
+            return len(LEASES.owned(LEASES.allocations(state, now), owner))

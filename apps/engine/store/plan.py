@@ -9,17 +9,10 @@ from dataclasses import dataclass
 
 from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
-from apps.engine.reference import calendar
 from apps.engine.reference.base import Params
-from apps.engine.types import (
-    BATCH_MODES,
-    CALENDAR,
-    CONCURRENCY,
-    REQUESTS,
-    SESSION_TIME,
-    CheckItem,
-    InvalidCheck,
-)
+from apps.engine.reference.zoned_windows import pick_window, window_bounds
+from apps.engine.registry import LEASE_SET
+from apps.engine.types import BATCH_MODES, REQUESTS, CheckItem, InvalidCheck
 
 
 @dataclass(slots=True)
@@ -35,7 +28,7 @@ class LimitPlan:
     def params(self, now: int) -> Params:
         """The model parameters at `now` (calendar: the window among `bounds` containing now)."""
         spec = self.spec
-        window = calendar.pick_window(self.bounds, now) if self.bounds else (0, 0)
+        window = pick_window(self.bounds, now) if self.bounds else (0, 0)
         return Params(spec.quantity, spec.period_ms, spec.capacity, window)
 
 
@@ -61,8 +54,8 @@ class ItemPlan:
         return f"{self.lease[0]}\n{self.lease_record_key}\n{record_body(self)}"
 
     def session_limits(self) -> tuple[LimitPlan, ...]:
-        """The session_time limits the lease of this item counts against."""
-        return tuple(limit for limit in self.limits if limit.spec.algorithm == SESSION_TIME)
+        """The limits counting session time (lease_clock) the lease of this item counts against."""
+        return tuple(limit for limit in self.limits if limit.spec.entry.counts_time)
 
 
 def record_body(plan: ItemPlan) -> str:
@@ -126,8 +119,8 @@ def _limit_plan(layout: KeyLayout, item: CheckItem, spec: LimitSpec, now_hint: i
         return LimitPlan(spec, keys, 1)
     cost = item.costs.get(spec.unit, 1 if spec.unit == REQUESTS else 0) if item.costs else int(spec.unit == REQUESTS)
     counter = layout.counter_id(keys[0]) if spec.durable else ""
-    if spec.algorithm == CALENDAR:
-        bounds = calendar.window_bounds(now_hint, item.timezone, spec.calendar_period or "")
+    if spec.entry.calendar_windows:
+        bounds = window_bounds(now_hint, item.timezone, spec.calendar_period or "")
         return LimitPlan(spec, keys, cost, bounds, counter)
     return LimitPlan(spec, keys, cost, counter=counter)
 
@@ -135,18 +128,18 @@ def _limit_plan(layout: KeyLayout, item: CheckItem, spec: LimitSpec, now_hint: i
 def plan_item(
     layout: KeyLayout, item: CheckItem, limits: Sequence[LimitSpec], now_hint: int, lease_ms: int | None = None
 ) -> ItemPlan:
-    """Compile `item` against `limits`; with lease_ms, limits[0] (a concurrency limit) is leased (lease_ms 0: an
+    """Compile `item` against `limits`; with lease_ms, limits[0] (the lease set's limit) is leased (lease_ms 0: an
     allocation, held until released, which counts no session time)."""
     if len(limits) > 1 and len({spec.name for spec in limits}) != len(limits):
         raise InvalidCheck("limit names must be unique within a check")
     plans = tuple([_limit_plan(layout, item, spec, now_hint) for spec in limits])
     plan = ItemPlan(item, plans, layout.idempotency_key(item), layout.usage_base(item), usage_costs(item))
     if lease_ms is not None:
-        if not limits or limits[0].algorithm != CONCURRENCY:
-            raise InvalidCheck("a lease is taken on a concurrency limit")
+        if not limits or not limits[0].entry.holds_leases:
+            raise InvalidCheck(f"a lease is taken on a {LEASE_SET.label} limit")
         if not 0 <= lease_ms <= 10**12:
             raise InvalidCheck("a lease needs a positive ttl")
-        if lease_ms == 0 and any(spec.algorithm == SESSION_TIME for spec in limits):
+        if lease_ms == 0 and any(spec.entry.counts_time for spec in limits):
             raise InvalidCheck("an allocation (held until released) cannot count session time")
         plan.lease_id, member = layout.new_lease(plans[0].keys[0], item.customer)
         plan.lease = (member, lease_ms)

@@ -13,7 +13,7 @@ without anyone seeing it expire, and only minutes from now on ever move: a flush
 
 Every lease event goes to the decision log (decision_log.py) in the same call: "acquire" (check.lua), "renew",
 "release", and "expire" for an expired lease a script finds and removes (a renewal or release that comes too
-late, or concurrency.lua's save pruning the set). Renewals and releases name the customer (from the member),
+late, or the lease set's fragment pruning the set on save). Renewals and releases name the customer (from the member),
 the operation (from the record's usage base; "" for a lease without a record) and the limit (from the key).
 
 RedisLeases runs the two scripts; the functions below are the same steps on reference states, for MemoryStore.
@@ -31,8 +31,9 @@ import redis
 from apps.engine.deadline import DeadlineScript
 from apps.engine.decision_log import LogSettings, log_key_of
 from apps.engine.keys import MINUTE_MS, KeyLayout, lease_owner_part
-from apps.engine.reference import concurrency, session_time
+from apps.engine.lease_terms import FOREVER, MAX_RESYNC_CHANGES
 from apps.engine.reference.base import Params
+from apps.engine.registry import LEASE_CLOCKS, LEASE_SET, LEASE_SET_MODEL
 from apps.engine.store.plan import ItemPlan
 from apps.engine.types import ResyncTooLarge, SessionTimeSpent
 
@@ -46,9 +47,17 @@ def lua(*names: str) -> str:
     return "\n".join((folder / name).read_text(encoding="utf-8") for name in names)
 
 
-RENEW_SCRIPT = lua("lib.lua", "concurrency.lua", "session_time.lua", "lease_renew.lua")
-RELEASE_SCRIPT = lua("lib.lua", "concurrency.lua", "session_time.lua", "lease_release.lua")
-ALLOCATIONS_SCRIPT = lua("lib.lua", "concurrency.lua", "allocations.lua")
+# The fragments the lease scripts call: the lease set's, then those of the algorithms counting lease time.
+_LEASE_FRAGMENTS = (*LEASE_SET.fragments, *(name for entry, _ in LEASE_CLOCKS for name in entry.fragments))
+RENEW_SCRIPT = lua("lib.lua", *_LEASE_FRAGMENTS, "lease_renew.lua")
+RELEASE_SCRIPT = lua("lib.lua", *_LEASE_FRAGMENTS, "lease_release.lua")
+ALLOCATIONS_SCRIPT = lua("lib.lua", *LEASE_SET.fragments, "allocations.lua")
+# The Python twins of those fragments: the lease set's model, and the one counting lease time (a lease record
+# lists its session limits without their algorithm: there is one).
+_SET = LEASE_SET_MODEL
+((_CLOCK_ENTRY, _CLOCK),) = LEASE_CLOCKS
+_CLOCK_NAME = _CLOCK_ENTRY.name
+_NO_PARAMS = Params(0, 0, 0)
 
 
 class RedisLeases:
@@ -86,9 +95,9 @@ class RedisLeases:
             self._release(keys=keys, args=[member, self._now(), *logging])
 
     def allocations_set(self, key: str, customer: str, held: int) -> int:
-        """See Store.allocations_set, on concurrency set `key` (allocations.lua)."""
+        """See Store.allocations_set, on lease set `key` (allocations.lua)."""
         owner = lease_owner_part(customer)
-        before = int(self._allocations(keys=[key], args=[self._now(), held, owner, concurrency.MAX_RESYNC_CHANGES]))
+        before = int(self._allocations(keys=[key], args=[self._now(), held, owner, MAX_RESYNC_CHANGES]))
         if before < 0:
             raise ResyncTooLarge
         return before
@@ -148,22 +157,21 @@ def renew(
 ) -> int | None:
     """lease_renew.lua on reference states: the new expiry, None when the lease is gone; raises SessionTimeSpent."""
     key, member = target
-    held = concurrency.live(read(key), now)
+    held = _SET.live(read(key), now)
     old = next((expires for expires, name in held if name == member), None)
-    if old is None or old >= concurrency.FOREVER:  # gone, or an allocation (kept as it is, its storage too)
-        write(key, held, Params(0, 0, 0), "concurrency")
+    if old is None or old >= FOREVER:  # gone, or an allocation (kept as it is, its storage too)
+        write(key, held, _NO_PARAMS, LEASE_SET.name)
         return old
     limits = record.limits if record is not None else ()
-    refusals = [session_time.evaluate(read(limit.key), limit.params, now, 1) for limit in limits if not limit.shadow]
+    refusals = [_CLOCK.evaluate(read(limit.key), limit.params, now, 1) for limit in limits if not limit.shadow]
     waits = [wait for ok, wait in refusals if not ok]
     if waits:
         raise SessionTimeSpent(None if None in waits else max(wait for wait in waits if wait is not None))
-    state, _ = concurrency.renew(held, now, member, ttl_ms)
-    write(key, state, Params(0, 0, 0), "concurrency")
+    state, _ = _SET.renew(held, now, member, ttl_ms)
+    write(key, state, _NO_PARAMS, LEASE_SET.name)
     expires = now + ttl_ms
     for limit in limits:
-        write(limit.key, session_time.renew(read(limit.key), limit.params, now, member, expires), limit.params,
-              "session_time")  # fmt: skip
+        write(limit.key, _CLOCK.renew(read(limit.key), limit.params, now, member, expires), limit.params, _CLOCK_NAME)
     if record is not None:
         book(usage, record.usage_base, *((old, expires, 1) if expires > old else (expires, old, -1)))
     return expires
@@ -174,12 +182,11 @@ def release(
 ) -> None:
     """lease_release.lua on reference states."""
     key, member = target
-    old = next((expires for expires, name in concurrency.live(read(key), now) if name == member), None)
-    write(key, concurrency.release(read(key), now, member), Params(0, 0, 0), "concurrency")
+    old = next((expires for expires, name in _SET.live(read(key), now) if name == member), None)
+    write(key, _SET.release(read(key), now, member), _NO_PARAMS, LEASE_SET.name)
     if old is None or record is None:
         return
     for limit in record.limits:
-        write(limit.key, session_time.release(read(limit.key), limit.params, now, member), limit.params,
-              "session_time")  # fmt: skip
-    if old < concurrency.FOREVER:  # an allocation's time is not booked
+        write(limit.key, _CLOCK.release(read(limit.key), limit.params, now, member), limit.params, _CLOCK_NAME)
+    if old < FOREVER:  # an allocation's time is not booked
         book(usage, record.usage_base, now, old, -1)

@@ -2,7 +2,7 @@
 
 Each stream is one Redis slot's (or stored slot's) log, ordered by time; the streams are merged (heapq, k
 streams) and every event is dispatched to the trackers of its counter key (invariants.py), of its customer and
-its group (monopolization.py), and to the live leases (concurrency.py). Nothing sorts the range; the work per
+its group (monopolization.py), and to the live leases (parallel_leases.py). Nothing sorts the range; the work per
 event is O(1) amortized but for the expiry heap, O(log k) with k live leases.
 
 Hybrid limits (`sync_ms`) are checked per window from their `sync` exchanges (hybrid.py): the window's
@@ -21,31 +21,32 @@ import gc
 from collections.abc import Callable, Iterable, Mapping
 
 from apps.engine.registry import ALGORITHMS
-from apps.quality.analysis.concurrency import LeaseBook
+from apps.quality.analysis.check import Check
 from apps.quality.analysis.events import (
     ACQUIRE,
     ALLOW,
-    CONCURRENCY,
     DENY,
     EXPIRE,
+    LEASE_SET_ALGORITHMS,
+    LEASE_TIME_ALGORITHMS,
+    LEASED_ALGORITHMS,
     OPENING_ALGORITHMS,
     RELEASE,
     RENEW,
-    SESSION_TIME,
     SYNC,
     Event,
 )
 from apps.quality.analysis.hybrid import HybridCheck
-from apps.quality.analysis.invariants import CHECKS, Check
+from apps.quality.analysis.invariants import CHECKS
 from apps.quality.analysis.merge import merge_streams, out_of_order
 from apps.quality.analysis.monopolization import Scope
+from apps.quality.analysis.parallel_leases import LeaseBook
 from apps.quality.analysis.report import AuditReport, ScopeSummary, Top, Violation
 
 PROGRESS_EVERY = 10_000
-LEASE_ALGORITHMS = frozenset({CONCURRENCY, SESSION_TIME})
 # The audit kinds whose check needs the limit's period (a window algorithm's decisions carry their window).
 NEEDS_PERIOD = frozenset(
-    name for name, entry in ALGORITHMS.items() if entry.audit in ("log", "sliding_counter", "bucket", "session_time")
+    name for name, entry in ALGORITHMS.items() if entry.audit in ("log", "sliding_counter", "bucket", "lease_time")
 )
 
 
@@ -131,7 +132,7 @@ class _Audit:
             return
         if event.kind == ALLOW:
             check.admit(event)
-            if event.algorithm == SESSION_TIME:
+            if event.algorithm in LEASE_TIME_ALGORITHMS:
                 self.book.join(event.at_ms, scope.last_acquired, event.operation, check)
         else:
             check.denied += 1
@@ -145,7 +146,7 @@ class _Audit:
         check.report(event)
 
     def acquire(self, event: Event) -> None:
-        """An acquire (logged once per lease, on its concurrency limit) or a renewal (without the limit's figures)."""
+        """An acquire (logged once per lease, on its lease set's limit) or a renewal (without the limit's figures)."""
         scope = self.customers.get(event.customer) or self.customer(event.customer)
         at = event.at_ms
         if event.kind == ACQUIRE:
@@ -154,7 +155,7 @@ class _Audit:
             scope.last_acquired = event.lease
         else:
             self.book.renewed(at, event.lease)
-        check = self.checks.get(event.key) if event.algorithm in LEASE_ALGORITHMS else None
+        check = self.checks.get(event.key) if event.algorithm in LEASED_ALGORITHMS else None
         if check is not None:
             check.admission(at)
             if event.kind == ACQUIRE:
@@ -179,9 +180,9 @@ class _Audit:
         if event.key not in self.checks:
             self.checks[event.key] = self.new_check(event)
         algorithm = event.algorithm
-        if algorithm == CONCURRENCY and not scope.concurrency:
-            scope.concurrency = event.quantity
-        elif algorithm == SESSION_TIME and scope.session_check is None:
+        if algorithm in LEASE_SET_ALGORITHMS and not scope.lease_allowance:
+            scope.lease_allowance = event.quantity
+        elif algorithm in LEASE_TIME_ALGORITHMS and scope.session_check is None:
             scope.session_check = self.checks[event.key]
         elif algorithm in OPENING_ALGORITHMS:
             for owner in (scope, scope.group):

@@ -40,8 +40,11 @@ WINDOW_ALGORITHMS = frozenset(name for name, entry in ALGORITHMS.items() if entr
 BUCKET_ALGORITHMS = frozenset(name for name, entry in ALGORITHMS.items() if entry.audit == "bucket")
 # Spent by checks (not leases): a decision on them opens the limit's record.
 OPENING_ALGORITHMS = frozenset(name for name, entry in ALGORITHMS.items() if not entry.leased)
-CONCURRENCY = "concurrency"
-SESSION_TIME = "session_time"
+# Spent by leases: the one leases are taken on (its quantity is a customer's concurrency), and those counting the
+# seconds leases are held (session time).
+LEASED_ALGORITHMS = frozenset(name for name, entry in ALGORITHMS.items() if entry.leased)
+LEASE_SET_ALGORITHMS = frozenset(name for name, entry in ALGORITHMS.items() if entry.holds_leases)
+LEASE_TIME_ALGORITHMS = frozenset(name for name, entry in ALGORITHMS.items() if entry.counts_time)
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,9 +71,19 @@ class HybridCheck:
     """The exchanges of one hybrid counter key: each window's reported total against its bound."""
 
     __slots__ = (
-        "admitted", "allowed", "closed_until", "exchanges", "first", "late", "open", "peak", "sink", "unfinished",
-        "violations", "windows",
-    )  # fmt: skip
+        "admitted",
+        "allowed",
+        "closed_until",
+        "exchanges",
+        "first",
+        "late",
+        "open",
+        "peak",
+        "sink",
+        "unfinished",
+        "violations",
+        "windows",
+    )
 
     def __init__(self, first: Event, sink: list[Violation]) -> None:
         self.first, self.sink = first, sink

@@ -8,13 +8,10 @@ What no admission history may show (a denied decision is not an admission; a sha
 - sliding counter: the counter is approximate by design (the true count of an interval may pass quantity); the
   documented bound is its own rule, checked exactly: at each admission, floor(previous x (period - elapsed) /
   period) + current + cost <= quantity, with previous / current the admitted cost of the epoch-aligned windows.
-- bucket (token, leaky, GCRA alike): admitted cost over any [a, b] <= burst + rate x (b - a), rate = quantity / period,
-  burst = quantity when none. One pass: with P(t) the cost admitted before t, the worst start a for an end b
-  maximises quantity x a - P(a) x period, a running maximum; all integer arithmetic.
-- concurrency: held <= quantity at every instant (the held count settled after each millisecond's changes).
-- session_time: the engine lets the last admitted session run past the quantity (a lease is never cut short),
-  so the invariant is on admissions: no acquire, renew or allowed check while the window's session time
-  (released or expired sessions, and open ones up to now) has already reached quantity seconds.
+- bucket (token, leaky, generic cell rate alike): admitted cost over any [a, b] <= burst + rate x (b - a),
+  rate = quantity / period, burst = quantity when none. One pass: with P(t) the cost admitted before t, the
+  worst start a for an end b maximises quantity x a - P(a) x period, a running maximum; all integer arithmetic.
+- lease set and lease time (concurrency, session time): lease_invariants.py.
 One report per breach episode: a window, an interval or a bucket over its bound counts once until it is back.
 """
 
@@ -24,47 +21,10 @@ import math
 from collections import deque
 
 from apps.engine.registry import ALGORITHMS
-from apps.quality.analysis.concurrency import Level
+from apps.quality.analysis.check import Check
 from apps.quality.analysis.events import Event
-from apps.quality.analysis.report import LimitSummary, Violation
-
-SECOND_MS = 1000
-UNBOUNDED_MS = 1 << 62  # a session time limit without a period: one window
-
-
-class Check:
-    """The tracker of one counter key: its counts, its peak against its bound, its breaches."""
-
-    __slots__ = ("admitted", "cost", "denied", "first", "over", "peak", "bound", "sink", "violations")
-
-    def __init__(self, first: Event, sink: list[Violation]) -> None:
-        self.first = first
-        self.sink = sink
-        self.admitted = self.cost = self.denied = self.violations = 0
-        self.peak: float = 0
-        self.bound: float = first.quantity
-        self.over = False
-
-    def admit(self, event: Event) -> None:
-        self.admitted += 1
-        self.cost += event.cost
-
-    def admission(self, at: int) -> None:
-        """A lease acquired or renewed under this limit (only session time has a rule on it)."""
-
-    def violate(self, at: int, kind: str, detail: str, observed: float, allowed: float | None = None) -> None:
-        first, bound = self.first, self.bound if allowed is None else allowed
-        self.violations += 1
-        self.sink.append(
-            Violation(at, first.customer, first.limit, first.key, first.algorithm, kind, detail, observed, bound)
-        )
-
-    def summary(self) -> LimitSummary:
-        f = self.first
-        summary = LimitSummary(f.key, f.customer, f.limit, f.algorithm, f.quantity, f.period_ms, f.burst, f.shadow)
-        summary.admitted, summary.admitted_cost, summary.denied = self.admitted, self.cost, self.denied
-        summary.peak, summary.allowed, summary.violations = self.peak, self.bound, self.violations
-        return summary
+from apps.quality.analysis.lease_invariants import LeaseSetCheck, LeaseTimeCheck
+from apps.quality.analysis.report import Violation
 
 
 class WindowCheck(Check):
@@ -179,100 +139,13 @@ class BucketCheck(Check):
             self.over = False
 
 
-class ConcurrencyCheck(Check):
-    """Leases held under this key; an allowed check only looks (the acquires count the admissions)."""
-
-    __slots__ = ("held",)
-
-    def __init__(self, first: Event, sink: list[Violation]) -> None:
-        super().__init__(first, sink)
-        self.held = Level()
-
-    def admit(self, event: Event) -> None:
-        pass
-
-    def _change(self, at: int, delta: int) -> None:
-        held = self.held
-        since = held.since
-        if since is not None and at > since:
-            level = held.level
-            if level > self.bound:
-                if not self.over:
-                    self.over = True
-                    self.violate(since, "over_concurrency", f"{level} leases held from {since} to {at}", level)
-            else:
-                self.over = False
-        held.change(at, delta)
-
-    def lease_start(self, at: int) -> None:
-        self._change(at, 1)
-
-    def lease_end(self, at: int) -> None:
-        self._change(at, -1)
-
-    def summary(self) -> LimitSummary:
-        self.peak = self.held.max_value
-        return Check.summary(self)
-
-
-class SessionTimeCheck(Check):
-    """Lease milliseconds in the epoch-aligned window of the period; bound and peak in seconds."""
-
-    __slots__ = ("level", "period", "reported", "since", "used", "window")
-
-    def __init__(self, first: Event, sink: list[Violation]) -> None:
-        super().__init__(first, sink)
-        self.period = first.period_ms if first.period_ms > 0 else UNBOUNDED_MS
-        self.window = self.since = first.at_ms - first.at_ms % self.period
-        self.used = self.level = 0
-        self.reported: int | None = None
-
-    def used_at(self, at: int) -> int:
-        """Session milliseconds of at's window up to at (at >= every time seen)."""
-        since, period = self.since, self.period
-        if at > since:
-            start = at - at % period
-            if start != self.window:
-                done = self.used + self.level * (self.window + period - since)
-                full = self.level * period if start > self.window + period else 0
-                self.peak = max(self.peak, done / SECOND_MS, full / SECOND_MS)
-                self.window, self.used = start, self.level * (at - start)
-            else:
-                self.used += self.level * (at - since)
-            self.since = at
-        return self.used
-
-    def admission(self, at: int) -> None:
-        used = self.used_at(at)
-        if used >= self.bound * SECOND_MS and self.reported != self.window:
-            self.reported = self.window
-            detail = f"admitted with {used / SECOND_MS:g} s already used in the window starting at {self.window}"
-            self.violate(at, "over_session_time", detail, used / SECOND_MS)
-
-    def admit(self, event: Event) -> None:
-        Check.admit(self, event)
-        self.admission(event.at_ms)
-
-    def lease_start(self, at: int) -> None:
-        self.used_at(at)
-        self.level += 1
-
-    def lease_end(self, at: int) -> None:
-        self.used_at(at)
-        self.level -= 1
-
-    def summary(self) -> LimitSummary:
-        self.peak = max(self.peak, self.used / SECOND_MS)
-        return Check.summary(self)
-
-
 # One check per audit kind (algorithms/base.AuditKind); each algorithm's entry says which kind it is.
 CHECK_OF_KIND: dict[str, type[Check]] = {
     "window": WindowCheck,
     "log": SlidingLogCheck,
     "sliding_counter": SlidingCounterCheck,
     "bucket": BucketCheck,
-    "concurrency": ConcurrencyCheck,
-    "session_time": SessionTimeCheck,
+    "lease_set": LeaseSetCheck,
+    "lease_time": LeaseTimeCheck,
 }
 CHECKS: dict[str, type[Check]] = {name: CHECK_OF_KIND[entry.audit] for name, entry in ALGORITHMS.items()}

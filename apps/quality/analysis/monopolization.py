@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.quality.analysis.concurrency import Level
 from apps.quality.analysis.openings import OpeningsBook
+from apps.quality.analysis.parallel_leases import Level
 from apps.quality.analysis.report import Monopolization, Openings, Peak, ScopeSummary
 from apps.quality.analysis.score import score_of, term_ratio
 
@@ -71,7 +71,7 @@ class Scope:
     """A customer's or a group's sessions, openings and score timeline."""
 
     __slots__ = (
-        *("concurrency", "group", "level", "members", "name", "openings"),
+        *("group", "lease_allowance", "level", "members", "name", "openings"),
         *("last_acquired", "sampler", "score", "seen", "session_check", "sessions"),
     )
 
@@ -82,7 +82,7 @@ class Scope:
         self.sampler = MaxSampler()
         self.sessions = self.members = 0
         self.score = 0.0
-        self.concurrency = 0
+        self.lease_allowance = 0
         self.session_check: Any = None
         self.seen: set[str] = set()
         self.last_acquired: str | None = None  # the lease member of this customer's latest acquire
@@ -106,13 +106,13 @@ class Scope:
         self.level.change(at, -1)
         if self.group is not None:
             self.group.level.change(at, -1)
-        after = before - term_ratio(1, self.concurrency)  # one session fewer
+        after = before - term_ratio(1, self.lease_allowance)  # one session fewer
         if self.group is not None:
             self.group.score += after - before
         self.score = after
 
     def score_at(self, at: int) -> float:
-        sessions = term_ratio(self.level.level, self.concurrency)
+        sessions = term_ratio(self.level.level, self.lease_allowance)
         openings = (self.openings.pressure(at) or 0.0) if self.openings.active else 0.0  # already a ratio
         check = self.session_check
         held = term_ratio(check.used_at(at), check.bound * SECOND_MS) if check is not None and check.bound > 0 else 0.0

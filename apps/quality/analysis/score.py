@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-SESSIONS, OPENINGS, SESSION_TIME = "sessions", "openings", "session time"
-TERMS = (SESSIONS, OPENINGS, SESSION_TIME)
+SESSIONS, OPENINGS, HELD_TIME = "sessions", "openings", "session time"
+TERMS = (SESSIONS, OPENINGS, HELD_TIME)
 FORMULA = (
     "score = concurrent sessions ÷ session limit + openings in the window ÷ openings limit "
     "+ session time ÷ session-time limit (each term: its busiest limit; terms without a limit are left out)"

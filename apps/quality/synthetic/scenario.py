@@ -83,22 +83,44 @@ class Scenario:
         return {OPENINGS_LIMIT: self.openings_period_s * 1000, QUERIES_LIMIT: self.queries_period_s * 1000}
 
 
+def _limit(name: str, operation: str, algorithm: str, limit: int, period: int | str, **extra: Any) -> dict[str, Any]:
+    """One limit of the scenario in the shape `import_limits` reads; every one is keyed by customer."""
+    return {
+        "name": name,
+        "operation": operation,
+        "algorithm": algorithm,
+        "limit": limit,
+        "period": period,
+        "key_by": ["customer"],
+        **extra,
+    }
+
+
+def scenario_limits(scenario: Scenario, *, audit: bool = True) -> list[dict[str, Any]]:
+    """The limits that hold the scenario's sessions and checks. `audit` marks them for the decision log."""
+    marked = {"audit": True} if audit else {}
+    return [
+        _limit(SESSIONS_LIMIT, SESSION_OPERATION, "concurrency", scenario.concurrency, "hour", **marked),
+        _limit(
+            OPENINGS_LIMIT, SESSION_OPERATION, "sliding_log", scenario.openings, scenario.openings_period_s, **marked
+        ),
+        _limit(
+            SESSION_TIME_LIMIT,
+            SESSION_OPERATION,
+            "session_time",
+            scenario.session_time_s,
+            scenario.session_time_period_s,
+            unit="seconds",
+            **marked,
+        ),
+        _limit(QUERIES_LIMIT, QUERY_OPERATION, "fixed_window", scenario.queries, scenario.queries_period_s, **marked),
+    ]
+
+
 def config_document(scenario: Scenario, *, audit: bool = True) -> dict[str, Any]:
     """The platform configuration of the scenario, in the shape `import_limits` reads (YAML as a dict).
     `audit` marks the window limits for the decision log (the field exists once the platform records them)."""
-    marked = {"audit": True} if audit else {}
-    per_customer = {"key_by": ["customer"]}
-    limits = [
-        {"name": SESSIONS_LIMIT, "operation": SESSION_OPERATION, "algorithm": "concurrency",
-         "limit": scenario.concurrency, "period": "hour", **per_customer, **marked},
-        {"name": OPENINGS_LIMIT, "operation": SESSION_OPERATION, "algorithm": "sliding_log",
-         "limit": scenario.openings, "period": scenario.openings_period_s, **per_customer, **marked},
-        {"name": SESSION_TIME_LIMIT, "operation": SESSION_OPERATION, "algorithm": "session_time",
-         "limit": scenario.session_time_s, "period": scenario.session_time_period_s, "unit": "seconds",
-         **per_customer, **marked},
-        {"name": QUERIES_LIMIT, "operation": QUERY_OPERATION, "algorithm": "fixed_window",
-         "limit": scenario.queries, "period": scenario.queries_period_s, **per_customer, **marked},
-    ]  # fmt: skip
+    limits = scenario_limits(scenario, audit=audit)
     customers = [{"id": customer, "plan": plan} for customer, plan in scenario.groups().items()]
     return {
         "operations": [

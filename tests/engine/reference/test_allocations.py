@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apps.engine.keys import ALLOCATION_TTL_MS
+from apps.engine.lease_terms import FOREVER
 from apps.engine.reference import concurrency
 from apps.engine.reference.base import Params
-from apps.engine.reference.concurrency import FOREVER
 
 PARAMS = Params(quantity=2, period_ms=0, capacity=2)
 T0 = 1_000_000_000_000

@@ -1,0 +1,16 @@
+"""The terms every lease is held on, whichever limit holds it: what "never expires" is, how long an allocation's
+storage lives, and how much one resync may change. The lease set's model (the registry entry whose `lease_set`
+is set), the key layout, the stores and the lease API read them here.
+"""
+
+from __future__ import annotations
+
+from apps.engine.types import MAX_SAFE_INT
+
+# A lease set holding allocations (leases that never expire), and their records, live this long after their
+# last change: the one key with no natural end gets a long TTL refreshed by every write. As long as the epoch
+# key's: the longest-lived key the store writes (keys.py).
+ALLOCATION_TTL_MS = 7 * 86_400_000
+FOREVER = MAX_SAFE_INT  # an allocation's expiry (exact in Lua too)
+# The most allocations one resync adds or drops: its Redis work (allocations.lua, ~3 µs a member) stays a few ms.
+MAX_RESYNC_CHANGES = 1_000
