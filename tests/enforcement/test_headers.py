@@ -12,6 +12,7 @@ class Result:
     unit: str = "requests"
     shadow: bool = False
     over: bool = False
+    algorithm: str = "fixed_window"
 
 
 def test_the_headers_describe_the_limit_closest_to_empty_in_structured_field_syntax() -> None:
@@ -29,6 +30,14 @@ def test_a_refusing_limit_wins_over_a_fuller_one_and_reset_rounds_up() -> None:
 
     assert headers["RateLimit-Policy"] == '"bytes";q=1048576;w=1;qu="content-bytes"'
     assert headers["RateLimit"] == '"bytes";r=0;t=1'
+
+
+def test_a_limit_on_the_leases_held_counts_concurrent_requests() -> None:
+    results = [Result("open-sessions", 5, 0, 0, over=True, algorithm="concurrency")]
+
+    headers = ratelimit_headers(results, {"open-sessions": 0})
+
+    assert headers["RateLimit-Policy"] == '"open-sessions";q=5;w=0;qu="concurrent-requests"'
 
 
 def test_shadow_limits_never_drive_the_headers() -> None:

@@ -10,8 +10,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-# Quota units the draft registers; anything else is sent as its own name.
-QUOTA_UNITS = {"requests": None, "bytes": "content-bytes", "concurrency": "concurrent-requests"}
+from apps.limits.algorithms import holds_leases
+
+# Quota units the draft registers; anything else is sent as its own name. A limit whose counter is the set of
+# leases held counts requests in flight: the draft's concurrent-requests.
+QUOTA_UNITS = {"requests": None, "bytes": "content-bytes"}
+CONCURRENT = "concurrent-requests"
 
 
 class LimitLike(Protocol):
@@ -19,6 +23,8 @@ class LimitLike(Protocol):
 
     @property
     def name(self) -> str: ...
+    @property
+    def algorithm(self) -> str: ...
     @property
     def unit(self) -> str: ...
     @property
@@ -52,7 +58,7 @@ def ratelimit_headers(results: Sequence[LimitLike], windows_s: Mapping[str, int]
         return {}
     name = _sf_string(result.name)
     policy = f"{name};q={result.limit};w={windows_s.get(result.name, 0)}"
-    unit = QUOTA_UNITS.get(result.unit, result.unit)
+    unit = CONCURRENT if holds_leases(result.algorithm) else QUOTA_UNITS.get(result.unit, result.unit)
     if unit:
         policy += f";qu={_sf_string(unit)}"
     return {

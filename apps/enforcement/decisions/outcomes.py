@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from apps.enforcement.decisions.specs import window_seconds
 from apps.enforcement.fallback import FallbackDecision
 from apps.engine import Decision, LimitResult
+from apps.limits.algorithms import holds_leases
 from apps.limits.snapshot import LimitConfig
 
 OK, OVER_LIMIT, DENIED = "OK", "OVER_LIMIT", "DENIED"
@@ -67,7 +68,7 @@ def _refusal_code(decision: Decision | FallbackDecision) -> str:
 def _held_until_released(result: LimitResult) -> bool:
     """A concurrency limit full of allocations (leases with no expiry): no time to wait for, but a release frees
     a slot, so the check is over the limit, not costing more than it can ever hold."""
-    return result.over and not result.shadow and result.algorithm == "concurrency" and result.remaining == 0
+    return result.over and not result.shadow and holds_leases(result.algorithm) and result.remaining == 0
 
 
 def outcome_message(outcome: CheckOutcome) -> str | None:

@@ -32,7 +32,8 @@ from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback
 from apps.enforcement.fallback.ledger import decision_counts, decision_ledger
 from apps.enforcement.hybrid.decide import hybrid_batch, hybrid_decide
 from apps.engine import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitSpec
-from apps.limits.models import Algorithm, RuleAction
+from apps.limits.algorithms import holds_leases
+from apps.limits.models import RuleAction
 from apps.limits.resolution import Resolution, resolve
 from apps.limits.snapshot import LimitConfig, Snapshot
 
@@ -47,8 +48,8 @@ class Resolved:
 
     @property
     def counted(self) -> list[LimitConfig]:
-        # Concurrency limits are spent by leases, not by checks.
-        return [limit for limit in self.resolution.limits if limit.algorithm != Algorithm.CONCURRENCY]
+        # Limits whose counter is the set of leases held are spent by leases, not by checks.
+        return [limit for limit in self.resolution.limits if not holds_leases(limit.algorithm)]
 
 
 def _now_ms() -> int:

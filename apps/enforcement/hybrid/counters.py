@@ -30,9 +30,9 @@ from apps.enforcement.counters.seeding import recorded_windows
 from apps.enforcement.hybrid.stores import CLOCK, key_layout, peers_for, peers_reset
 from apps.engine import CheckItem, LimitSpec
 from apps.engine.hybrid_peers import RedisPeers, SyncLog, hybrid_key
-from apps.engine.reference.calendar import pick_window, window_bounds
+from apps.engine.reference.zoned_windows import pick_window, window_bounds
 from apps.engine.registry import ALGORITHMS
-from apps.limits.models import Algorithm
+from apps.limits.algorithms import is_calendar
 from apps.limits.snapshot import LimitConfig
 
 # This worker process among the instances sharing a counter (a restarted process is a new instance).
@@ -133,7 +133,7 @@ def _counted(exchange: Exchange) -> Exchange:
 
 
 def windows_of(limit: LimitConfig, timezone: str) -> Windows:
-    if limit.algorithm == Algorithm.CALENDAR:
+    if is_calendar(limit.algorithm):
         period = limit.calendar_period or "day"
         return lambda now: pick_window(window_bounds(now, timezone, period), now)
     return fixed_windows((limit.period_s or 1) * 1000)

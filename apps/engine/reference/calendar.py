@@ -8,10 +8,6 @@ from __future__ import annotations
 
 from apps.engine.reference.base import Params, window_current
 
-# Re-exported for the hybrid counter, which still reads the windows from here.
-from apps.engine.reference.zoned_windows import pick_window as pick_window
-from apps.engine.reference.zoned_windows import window_bounds as window_bounds
-
 State = tuple[int, int]
 
 

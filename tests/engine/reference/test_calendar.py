@@ -3,7 +3,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from apps.engine.reference import calendar
+from apps.engine.reference import calendar, zoned_windows
 from apps.engine.reference.base import Params
 
 HOUR = 3_600_000
@@ -15,7 +15,7 @@ def ms(text: str, zone: str = "UTC") -> int:
 
 
 def window(now: int, zone: str, period: str) -> tuple[int, int]:
-    return calendar.pick_window(calendar.window_bounds(now, zone, period), now)
+    return zoned_windows.pick_window(zoned_windows.window_bounds(now, zone, period), now)
 
 
 def test_a_berlin_day_lasts_23_hours_when_dst_starts_and_25_when_it_ends() -> None:
@@ -47,7 +47,7 @@ def test_a_midnight_skipped_by_dst_starts_the_day_at_the_transition() -> None:
 @pytest.mark.parametrize("period", ["day", "week", "month"])
 def test_bounds_are_increasing_and_surround_now(period: str) -> None:
     now = ms("2024-10-27T02:30", "Europe/Berlin")
-    bounds = calendar.window_bounds(now, "Europe/Berlin", period)
+    bounds = zoned_windows.window_bounds(now, "Europe/Berlin", period)
     assert list(bounds) == sorted(set(bounds))
     assert len(bounds) == 4
     assert bounds[1] <= now < bounds[2]
@@ -63,5 +63,5 @@ def test_evaluate_rejects_until_the_next_local_window() -> None:
 
 
 def test_pick_window_clamps_when_now_is_outside_the_bounds() -> None:
-    assert calendar.pick_window((10, 20, 30, 40), 5) == (10, 20)
-    assert calendar.pick_window((10, 20, 30, 40), 45) == (30, 40)
+    assert zoned_windows.pick_window((10, 20, 30, 40), 5) == (10, 20)
+    assert zoned_windows.pick_window((10, 20, 30, 40), 45) == (30, 40)
