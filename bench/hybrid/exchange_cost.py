@@ -18,7 +18,7 @@ import uuid
 
 import redis
 
-from apps.engine.hybrid import RedisPeers
+from apps.engine.hybrid_peers import RedisPeers
 
 WINDOW = 60_000
 

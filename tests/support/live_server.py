@@ -42,6 +42,9 @@ class LiveServer:
             "VAR_DIR": str(tmp_path / "var"),
             "WEB_CONCURRENCY": str(workers),
             "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"),
+            # As in-process tests (tests/conftest.py): on a loaded CI machine the production 50 ms would refuse
+            # checks as timed out (they write nothing, answered as the store being away) and fail unrelated tests.
+            "QUOTA_REDIS_TIMEOUT_MS": "1000",
             **env,
         }
         self.process: subprocess.Popen[bytes] | None = None
