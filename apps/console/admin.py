@@ -3,7 +3,10 @@ imports it: every app's inline (overrides and access rules, API keys), what the 
 limit now, a link to its usage page, and the console's pages under /admin/customers/customer/<id>/ (customer_urls.py).
 """
 
+from typing import Any
+
 from django.contrib import admin
+from django.http import HttpRequest
 from django.urls import URLPattern, URLResolver, reverse
 from django.utils.html import format_html, format_html_join
 
@@ -20,10 +23,14 @@ admin.site.unregister(Customer)
 
 @admin.register(Customer)
 class CustomerConsoleAdmin(CustomerAdmin):
-    list_display = (*CustomerAdmin.list_display, "usage_link")
-    fields = (*CustomerAdmin.fields, "holdings")
     readonly_fields = ("holdings",)
     inlines = (OverrideInline, AccessRuleInline, ApiKeyInline)
+
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
+        return [*super().get_list_display(request), "usage_link"]
+
+    def get_fields(self, request: HttpRequest, obj: Customer | None = None) -> list[Any]:
+        return [*super().get_fields(request, obj), "holdings"]
 
     @admin.display(description="holdings")
     def holdings(self, customer: Customer) -> str:

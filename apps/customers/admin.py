@@ -36,11 +36,10 @@ class PlanAdmin(HistoryAdminMixin, admin.ModelAdmin):
 
 @admin.register(Customer)
 class CustomerAdmin(HistoryAdminMixin, admin.ModelAdmin):
-    list_display: tuple[str, ...] = ("external_id", "name", "plan", "timezone", "active", "created_at")
+    list_display = ("external_id", "name", "plan", "timezone", "active", "created_at")
     list_filter = ("active", "plan")
     list_select_related = ("plan",)
     search_fields = ("external_id", "name")
     autocomplete_fields = ("plan",)
     date_hierarchy = "created_at"
-    # Tuples of any length: the console's admin of the customer's page adds its own (apps/console/admin.py).
-    fields: tuple[str, ...] = ("external_id", "name", "plan", "timezone", "active")
+    fields = ("external_id", "name", "plan", "timezone", "active")
