@@ -12,8 +12,8 @@ missing, the script answers "needs seed" without deciding; the seeder reads the 
 rebuilt states, which the script writes back. That second round trip happens once per counter after a
 loss, never otherwise.
 
-Every number of a call travels in one argument, packed as little-endian doubles (exact, all below 2**53): one
-struct.unpack costs ~15 ns a number where text cost ~200 ns. store/args.py builds and documents KEYS and ARGV.
+store/args.py builds KEYS and ARGV (their fields: check_fields.py), store/assembly.py the script; a Redis error in
+the script names the .lua file and line it came from.
 """
 
 from __future__ import annotations
@@ -29,15 +29,16 @@ from apps.engine.clock import Clock, SystemClock
 from apps.engine.deadline import DeadlineScript, deadline_arg, raise_if_deadline, with_deadline
 from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, LogSettings, default_instance
 from apps.engine.durability import History
-from apps.engine.keys import ALGORITHM_CODES, KeyLayout
+from apps.engine.keys import KeyLayout
 from apps.engine.names import RedisNameBudget
-from apps.engine.registry import ALGORITHMS
-from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, REUSED, encode
+from apps.engine.store.args import encode
+from apps.engine.store.assembly import assemble, locate
 from apps.engine.store.base import UsageRow, usage_row
+from apps.engine.store.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.decide import Outcome
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.store.seeds import seed_text
-from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases, lua
+from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
 from apps.engine.store.stored_decisions import row_decision, stored_outcome
 from apps.engine.types import (
     BatchMode,
@@ -54,21 +55,8 @@ Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
 MAX_SEED_CALLS = 3
 
 
-def _check_script(body: str = "check.lua") -> str:
-    """lib.lua, CODES, define(code) running each algorithm's fragments on first use, then check.lua (or `body`).
-
-    One define() with a branch per algorithm, rather than a function per algorithm: every function
-    in the script is a closure created again on every call (~0.1 µs each on this machine).
-    """
-    codes = ", ".join(f"'{ALGORITHM_CODES[name]}'" for name in ALGORITHM_NUMBERS)
-    branches = "\nelse".join(
-        f"if code == '{algorithm.code}' then\n{lua(*algorithm.fragments)}\n" for algorithm in ALGORITHMS.values()
-    )
-    define = f"define = function(code)\n{branches}\nend\nend"
-    return "\n".join([lua("lib.lua"), f"local CODES = {{{codes}}}", define, lua(body)])
-
-
-CHECK_SCRIPT = _check_script()
+CHECK = assemble("check.lua")
+CHECK_SCRIPT = CHECK.text
 
 
 def _text(value: bytes | str) -> str:
@@ -243,12 +231,14 @@ class RedisStore:
     def _eval(self, client: redis.Redis, keys: list[str], args: list[Any]) -> list[list[Any]]:
         """check.lua with its deadline (deadline.py): past it, Redis writes nothing and this raises DeadlinePassed."""
         try:
-            rows: list[list[Any]] = client.evalsha(self._check.sha, len(keys), *keys, *args, deadline_arg(client))
-        except NoScriptError:
-            # Redis restarted or SCRIPT FLUSH: load once more and retry (what redis-py's Script does).
-            rows = self._check(keys=keys, args=args, client=client)
+            try:
+                rows: list[list[Any]] = client.evalsha(self._check.sha, len(keys), *keys, *args, deadline_arg(client))
+            except NoScriptError:
+                # Redis restarted or SCRIPT FLUSH: load once more and retry (what redis-py's Script does).
+                rows = self._check(keys=keys, args=args, client=client)
         except ResponseError as error:
             raise_if_deadline(error)
+            locate(error, CHECK)
             raise
         return rows
 
