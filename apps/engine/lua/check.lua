@@ -1,23 +1,23 @@
 -- check.lua: decide a batch of checks in one call (a single check is a batch of one), all or
 -- nothing per check (and per batch in atomic mode), with usage counted in the same call.
--- Assembled after lib.lua, the offsets generated from apps/engine/store/check_fields.py (DEF_*, ITEM_*, UNIT_*,
--- LIMIT_*, ENTRY_*, TAIL_*, LABEL_*, the answer codes) and the algorithm fragments (store/assembly.py); mirrors
--- apps/engine/store/decide.py. `manage.py decode_check` prints a recorded call's arguments by name.
+-- Assembled after lib.lua and the algorithm fragments (store/assembly.py), which puts in place of each field
+-- offset (DEF_*, ITEM_*, UNIT_*, LIMIT_*, ENTRY_*, TAIL_*, LABEL_*) and answer code (REUSED, ...) its value from
+-- apps/engine/store/check_fields.py; mirrors apps/engine/store/decide.py. `manage.py decode_check` prints a
+-- recorded call's arguments by name, and a Redis error names the line of this file.
 --
 -- Phases, run in this order by the main body at the end of the file:
---   read_call        ARGV and the numbers: definitions, items, the log section; one MGET of the keys read
---   request_ids      stored decisions to replay, repeats within the call; answers {{REUSED, ...}} on a reuse
---   write_seeds      rebuilt durable counters written back (a store with a seeder only, as the next one)
---   missing_counters the epoch set; answers {{NEEDS_SEED, ...}} when durable counters were lost
---   evaluate         every item decided in order into its row (decide)
---   spend            the counters saved, or an atomic batch refused whole
---   answer_repeats   an item repeating an earlier item's request id answers that item's row
---   log_decisions    the decision log entries of the items that log
---   count_usage      usage tallied per usage base
---   write_usage      usage HINCRBYs, then write_records (what durable counters spent), then index_usage (SADD)
---   store_decisions  each decision kept under its request id
--- Every function is a closure made again on each call (~1k Redis instructions): helpers used once are inlined,
--- and the functions only some calls need are made inside the phase that needs them.
+--   read_call      ARGV and the numbers: definitions, items, the log section; one MGET of the keys read
+--   request_ids    calls with request ids: stored decisions to replay, repeats within the call; answers
+--                  {{REUSED, <item number>*}} when an id comes back with other parameters
+--   seeds          calls that may rebuild durable counters: rebuilt counters written, the epoch set; answers
+--                  {{NEEDS_SEED, ...}} when counters are still missing
+--   evaluate       every item decided in order into its row (decide)
+--   spend          the counters saved, or an atomic batch refused whole
+--   log_decisions  the decision log entries of the items that log
+--   usage          usage and records counted (HINCRBY), the usage index (SADD)
+--   answer         calls with request ids: repeats answered, decisions kept under their ids
+-- Every function is a closure made again on each call (~2-3k Redis instructions with its upvalues, bench/RESULTS.md
+-- "check.lua readable"): a phase's helpers are inlined or made inside it, so a call pays only for the ones it runs.
 --
 -- KEYS, ARGV and the numbers: apps/engine/store/check_fields.py. In short, ARGV: [1] now ms ('' = Redis TIME)
 -- [2] 'i' independent | 'a' atomic [3] usage index base [4] the numbers, a JSON array of integers: the
@@ -59,26 +59,39 @@ local FINGERPRINT_DIGITS = 16      -- a descriptor ends with them (plan.FINGERPR
 local MAX_WAIT_MS = 60000          -- types.MAX_WAIT_MS: a shaper's level may exceed its capacity by this much drain
 local HELD = 9007199254740991      -- 2^53 - 1: the lease expiry of an allocation, held until released
 
--- What the phases share: locals of the main chunk, so the phases' upvalues.
-local now, atomic, N               -- the script's time; atomic mode; every number of the call
-local defs, durable = {}, nil      -- definition d's table (read_definitions); the numbers of the durable ones
-local P, L, item_count = {}, {}, 0 -- item i's fields are at N[P[i] + ITEM_*]; its limit count at N[L[i]]
-local live, ids = false, false     -- an item is not a dry run (only then may the call write); has a request id
-local LOGGED, epoch_key = nil, nil -- item i's log entries (positions in N); the epoch key when rebuilding
-local STORED, DUP, descriptor      -- request ids: see request_ids
-local lent = nil                   -- keys written for this call only (a rebuilt log only dry runs name)
-local cache = {}                   -- counter states by key, loaded once per call
-local out, rolled_back = {}, false -- each item's row; an atomic batch was refused
-local COUNTED = {}                 -- the items decided here that are not dry runs: they count, log and store
-local spent_any = false            -- an admitted check spent on a durable counter (lim.spent, lim.payer)
+-- What the phases share, in one table: every phase is a closure made on each call, and each local of the main
+-- chunk it uses is an upvalue found again each time (25 shared locals cost a check ~45k Redis instructions).
+local C = {
+  now = 0, atomic = false, N = false,       -- the script's time; atomic mode; every number of the call
+  defs = {}, durable = false,               -- definition d's table (read_call); the numbers of the durable ones
+  P = {}, L = {}, item_count = 0,           -- item i's fields are at N[P[i] + ITEM_*]; its limit count at N[L[i]]
+  live = false, ids = false,                -- an item is not a dry run (only then may the call write); has an id
+  LOGGED = false, epoch_key = false,        -- item i's log entries (positions in N); the epoch key when rebuilding
+  STORED = false, DUP = false, descriptor = false,  -- request ids: see request_ids
+  lent = false,                             -- keys written for this call only (a rebuilt log only dry runs name)
+  cache = {},                               -- counter states by key, loaded once per call
+  out = {}, rolled_back = false,            -- each item's row; an atomic batch was refused
+  COUNTED = {},                             -- the items decided here that are not dry runs: they count, log, store
+  spent_any = false,                        -- an admitted check spent on a durable counter (lim.spent, lim.payer)
+  -- Atomic batches: per key, the most the batch needs at once (earlier consuming items + this one), and per item
+  -- its reports before it consumed (for a rollback). note_need is made for atomic calls only (by evaluate).
+  needs = {}, need_keys = {}, BEFORE = {}, note_need = false,
+}
 
--- read_call, part 1. A definition is a table naming every field in its constructor (nil ones too), so it is made
--- at its final size: a field added later grows the table (a rehash, ~0.3 µs); the same holds for the fragments'
--- states. spent, payer: what the call's admitted checks spent on a durable counter, and the usage base of its
--- first spender, which records it. `strings`: the keys whose string state the call reads. Returns where the
--- items start.
-local function read_definitions(strings)
-  local p = HEAD_SIZE + 1
+-- ARGV and the numbers, then one MGET of every key whose string state the call reads (`strings`).
+-- Definitions: a table each, naming every field in its constructor (nil ones too), so it is made at its final
+-- size: a field added later grows the table (a rehash, ~0.3 µs); the same holds for the fragments' states.
+-- spent, payer: what the call's admitted checks spent on a durable counter, and the usage base of its first
+-- spender, which records it.
+-- Items are not tables: item i's fields are at N[P[i] + ITEM_*], its units follow (UNIT_*), then its limit count
+-- at N[L[i]] and its limits (LIMIT_*).
+-- The log section, when the call has one: LOGGED[i] = the positions in N of item i's entries (ENTRY_*). A leased
+-- concurrency definition knows its stream (lim.log), where concurrency.lua logs the leases it drops as expired.
+local function read_call()
+  local now, N = read_now(ARGV[1]), cjson.decode(ARGV[4])
+  C.now, C.atomic, C.N = now, ARGV[2] == ATOMIC, N
+  local defs, P, L, durable, live, ids = C.defs, C.P, C.L, false, false, false
+  local strings, p = {}, HEAD_SIZE + 1
   for d = 1, N[HEAD_DEFINITION_COUNT] do
     local code, key, bounds = CODES[N[p + DEF_ALGORITHM]], N[p + DEF_KEY], N[p + DEF_BOUND_COUNT]
     if not ALG[code] then define(code) end
@@ -104,13 +117,8 @@ local function read_definitions(strings)
     defs[d] = lim
     p = p + bounds
   end
-  return p
-end
 
--- read_call, part 2. Items are not tables: item i's fields are at N[P[i] + ITEM_*], its units follow (UNIT_*),
--- then its limit count at N[L[i]] and its limits (LIMIT_*). Returns where the log section starts.
-local function read_items(p, strings)
-  item_count = N[HEAD_ITEM_COUNT]
+  local item_count = N[HEAD_ITEM_COUNT]
   for i = 1, item_count do
     local l = p + ITEM_SIZE + UNIT_SIZE * N[p + ITEM_UNIT_COUNT]
     P[i], L[i] = p, l
@@ -122,41 +130,31 @@ local function read_items(p, strings)
     end
     p = l + 1 + LIMIT_SIZE * N[l]
   end
-  return p
-end
+  C.durable, C.item_count, C.live, C.ids = durable, item_count, live, ids
 
--- read_call, part 3: the log section, when the call has one. LOGGED[i] = the positions in N of item i's entries
--- (ENTRY_*). A leased concurrency definition knows its stream (lim.log), where concurrency.lua logs the leases it
--- drops as expired.
-local function read_log(p)
-  local count = N[p]
-  if not count or count == 0 then return end
-  LOGGED = {}
-  local q = p + 1
-  for _ = 1, count do
-    local i = N[q + ENTRY_ITEM]
-    local entries = LOGGED[i]
-    if not entries then
-      entries = {}
-      LOGGED[i] = entries
+  if N[p] and N[p] > 0 then
+    local LOGGED = {}
+    C.LOGGED = LOGGED
+    local q = p + 1
+    for _ = 1, N[p] do
+      local i = N[q + ENTRY_ITEM]
+      local entries = LOGGED[i]
+      if not entries then
+        entries = {}
+        LOGGED[i] = entries
+      end
+      entries[#entries + 1] = q
+      if N[q + ENTRY_POSITION] == 1 and N[P[i] + ITEM_LEASE] > 0 then
+        defs[N[L[i] + 1 + LIMIT_DEFINITION]].log = KEYS[N[q + ENTRY_STREAM]]
+      end
+      q = q + ENTRY_SIZE
     end
-    entries[#entries + 1] = q
-    if N[q + ENTRY_POSITION] == 1 and N[P[i] + ITEM_LEASE] > 0 then
-      defs[N[L[i] + 1 + LIMIT_DEFINITION]].log = KEYS[N[q + ENTRY_STREAM]]
-    end
-    q = q + ENTRY_SIZE
+    log_setup(itos(N[q + TAIL_MAXLEN]), ARGV[N[q + TAIL_INSTANCE]], now)
   end
-  log_setup(itos(N[q + TAIL_MAXLEN]), ARGV[N[q + TAIL_INSTANCE]], now)
-end
 
-local function read_call()
-  now, atomic = read_now(ARGV[1]), ARGV[2] == ATOMIC
-  N = cjson.decode(ARGV[4])
-  local strings = {}
-  read_log(read_items(read_definitions(strings), strings))
   if durable and defs[durable[1]].durability == REBUILT then
-    epoch_key = KEYS[#KEYS]
-    strings[#strings + 1] = epoch_key
+    C.epoch_key = KEYS[#KEYS]
+    strings[#strings + 1] = C.epoch_key
   end
   prefetch(strings)
 end
@@ -165,13 +163,14 @@ end
 -- DUP[i]: the earlier item of the call item i repeats; descriptor(i): item i's descriptor ('' = none). Returns
 -- the answer of a call that reuses an id with other parameters, else nil.
 local function request_ids()
-  descriptor = function(i)
+  local N, P, now, STORED, DUP = C.N, C.P, C.now, {}, {}
+  local function descriptor(i)
     local desc = N[P[i] + ITEM_DESCRIPTOR]
     return desc > 0 and ARGV[desc] or ''
   end
-  STORED, DUP = {}, {}
+  C.STORED, C.DUP, C.descriptor = STORED, DUP, descriptor
   local first_of, reused, sub = {}, nil, string.sub
-  for i = 1, item_count do
+  for i = 1, C.item_count do
     local idem, dry = N[P[i] + ITEM_IDEMPOTENCY], N[P[i] + ITEM_DRY_RUN] == 1
     if idem > 0 then
       local key, mine = KEYS[idem], sub(descriptor(i), -FINGERPRINT_DIGITS)
@@ -196,10 +195,13 @@ local function request_ids()
   return reused and {reused}
 end
 
--- Rebuilt durable counters ("<ttl ms>|<state>", seeds.py) written unless they exist: another call may have
--- rebuilt one first. Unless `keep` (an item that is not a dry run names it), a counter is only read: its state is
--- kept in FETCHED, where the fragments load it from, and a log's set (read with ZRANGE) is lent.
-local function write_seeds()
+-- Durable counters lost with Redis's data (a store with a seeder only). The rebuilt ones the caller sends
+-- ("<ttl ms>|<state>", seeds.py) are written unless they exist: another call may have rebuilt one first. Unless
+-- `keep` (an item that is not a dry run names it), a counter is only read: its state is kept in FETCHED, where the
+-- fragments load it from, and a log's set (read with ZRANGE) is lent. Then the epoch: returns the answer asking for
+-- the counters still missing, else nil.
+local function seeds()
+  local N, P, L, defs, durable, now, epoch_key = C.N, C.P, C.L, C.defs, C.durable, C.now, C.epoch_key
   local function seed_write(lim, text, keep)
     local ttl_ms, state = match(text, '^(%d+)|(.*)$')
     if state == '' or fetch(lim.key2 or lim.key) then return end
@@ -224,8 +226,8 @@ local function write_seeds()
     if keep then
       call('SET', lim.key2, summary, 'PX', expiry)
     else
-      lent = lent or {}
-      lent[#lent + 1] = lim.key
+      C.lent = C.lent or {}
+      C.lent[#C.lent + 1] = lim.key
     end
   end
 
@@ -235,7 +237,7 @@ local function write_seeds()
     if lim.seed > 0 then
       if not named then
         named = {}
-        for i = 1, item_count do
+        for i = 1, C.item_count do
           local l = L[i]
           if N[P[i] + ITEM_DRY_RUN] == 0 then
             for at = l + 1, l + LIMIT_SIZE * N[l], LIMIT_SIZE do named[N[at + LIMIT_DEFINITION]] = true end
@@ -245,14 +247,7 @@ local function write_seeds()
       seed_write(lim, ARGV[lim.seed], named[d])
     end
   end
-end
 
--- After a Redis data loss the epoch key is gone too: it is set again now, and a missing durable counter whose
--- look-back began before it may have forgotten what its records hold. (Resetting the epoch after an outage
--- decided elsewhere makes every counter of an open window be rebuilt once.) A call of dry runs only reads: it
--- takes now as the epoch without setting it, which asks for the same counters, and the first call that writes
--- sets it. Returns the answer asking for the missing counters, else nil.
-local function missing_counters()
   -- The earliest time whose spending still shapes the counter now (durability.lookback_start): a bucket
   -- looks back twice the time a full bucket takes to drain (durability.rebuild), a shaper's with its queue.
   local function lookback(lim)
@@ -264,10 +259,15 @@ local function missing_counters()
     return now - 2 * (ceil_div(lim.cap * lim.per, lim.q) + (code == 'lb' and MAX_WAIT_MS or 0))
   end
 
+  -- After a Redis data loss the epoch key is gone too: it is set again now, and a missing durable counter whose
+  -- look-back began before it may have forgotten what its records hold. (Resetting the epoch after an outage
+  -- decided elsewhere makes every counter of an open window be rebuilt once.) A call of dry runs only reads: it
+  -- takes now as the epoch without setting it, which asks for the same counters, and the first call that writes
+  -- sets it.
   local epoch = tonumber(fetch(epoch_key))
   if not epoch then
     epoch = now
-    if live then call('SET', epoch_key, itos(now), 'PX', EPOCH_TTL_MS) end
+    if C.live then call('SET', epoch_key, itos(now), 'PX', EPOCH_TTL_MS) end
   end
   local missing = {NEEDS_SEED, now}
   for _, d in ipairs(durable) do
@@ -284,16 +284,12 @@ local function missing_counters()
   return nil
 end
 
--- Atomic batches: per key, the most the batch needs at once (earlier consuming items + this one), and per item
--- its reports before it consumed (for a rollback). note_need is made for atomic calls only (by evaluate).
-local needs, need_keys, BEFORE = {}, {}, {}
-local note_need
-
 -- Decide item i into its result row (see the header); the row reports the state after the item
 -- when it consumed, before it otherwise. Atomic batches keep the reports before (BEFORE[i]) too,
 -- for a rollback. The row is made at its final size for up to 3 limits (growing it rehashes).
 local function decide(i)
-  local p, l = P[i], L[i]
+  local N, defs, cache, now, atomic = C.N, C.defs, C.cache, C.now, C.atomic
+  local p, l = C.P[i], C.L[i]
   local count, dry, lease = N[l], N[p + ITEM_DRY_RUN] == 1, N[p + ITEM_LEASE]
   local max_wait = N[p + ITEM_MAX_WAIT_MS]
   local row
@@ -326,7 +322,7 @@ local function decide(i)
         if wait < 0 then never = true elseif wait > retry then retry = wait end
       end
     end
-    if atomic then note_need(not dry and (lim.code ~= 'cc' or (j == 1 and lease > 0)), lim, cost, max_wait) end
+    if atomic then C.note_need(not dry and (lim.code ~= 'cc' or (j == 1 and lease > 0)), lim, cost, max_wait) end
   end
   if never then retry = -1 end
   if allowed then row[2] = shaped else row[2], row[1] = retry, 0 end
@@ -339,7 +335,7 @@ local function decide(i)
     if consume then
       local before = {}
       for n = 5, 3 * count + 4 do before[n] = row[n] end
-      BEFORE[i] = before
+      C.BEFORE[i] = before
     end
   end
   if consume then
@@ -356,7 +352,7 @@ local function decide(i)
           -- What the call spends on the counter, recorded once with the usage of its first spender.
           if lim.spent == 0 then lim.payer = ARGV[N[p + ITEM_USAGE]] end
           lim.spent = lim.spent + cost
-          spent_any = true
+          C.spent_any = true
         end
       end
       row[3 * j + 3], row[3 * j + 4] = alg.report(st, lim, now)
@@ -369,8 +365,10 @@ end
 -- Decide every item in order (replays and in-batch repeats take no part). out[i] is the item's row, {REPLAYED,
 -- stored} for a replay, false for a repeat (answer_repeats).
 local function evaluate()
+  local N, P, out, COUNTED, atomic, ids = C.N, C.P, C.out, C.COUNTED, C.atomic, C.ids
   if atomic then
-    note_need = function(consuming, lim, cost, wait)
+    local needs, need_keys = C.needs, C.need_keys
+    C.note_need = function(consuming, lim, cost, wait)
       if lim.shadow or cost == 0 then return end
       local need = needs[lim.key]
       if not need then
@@ -384,15 +382,15 @@ local function evaluate()
       if consuming then need.running = need.running + cost end
     end
   end
-  for i = 1, item_count do
-    if ids and DUP[i] then
+  for i = 1, C.item_count do
+    if ids and C.DUP[i] then
       out[i] = false
-    elseif ids and STORED[i] then
-      out[i] = {REPLAYED, STORED[i]}
+    elseif ids and C.STORED[i] then
+      out[i] = {REPLAYED, C.STORED[i]}
     else
       local row = decide(i)
       out[i] = row
-      if row[1] == 0 then rolled_back = atomic end
+      if row[1] == 0 and atomic then C.rolled_back = true end
       if N[P[i] + ITEM_DRY_RUN] == 0 then COUNTED[#COUNTED + 1] = i end
     end
   end
@@ -401,15 +399,16 @@ end
 -- Save every counter state that changed; or, for an atomic batch with a refused item, refuse every item with
 -- the earliest delay after which the whole batch would pass, reporting what it saw before, and save nothing.
 local function spend()
-  if not rolled_back then
-    for _, st in pairs(cache) do
+  local now, out = C.now, C.out
+  if not C.rolled_back then
+    for _, st in pairs(C.cache) do
       if st.dirty then ALG[st.lim.code].save(st, st.lim, now) end
     end
     return
   end
   local retry_all = 0
-  for _, key in ipairs(need_keys) do
-    local need = needs[key]
+  for _, key in ipairs(C.need_keys) do
+    local need = C.needs[key]
     local alg = ALG[need.lim.code]
     local retry
     if need.lim.code == 'lb' then
@@ -423,11 +422,11 @@ local function spend()
     end
     retry_all = max(retry_all, retry)
   end
-  for i = 1, item_count do
+  for i = 1, C.item_count do
     local row = out[i]
     if row and row[1] ~= REPLAYED then
       row[1], row[2], row[4] = 0, retry_all, 0
-      local before = BEFORE[i]
+      local before = C.BEFORE[i]
       if before then
         for n = 5, #row do row[n] = before[n] end
       end
@@ -435,24 +434,13 @@ local function spend()
   end
 end
 
--- An item repeating an earlier item's request id answers that item's row, marked replayed.
-local function answer_repeats()
-  for i = 1, item_count do
-    if not out[i] then
-      local row = {}
-      for n, value in ipairs(out[DUP[i]]) do row[n] = value end
-      row[3] = 1
-      out[i] = row
-    end
-  end
-end
-
 -- The log entries (see the header) of the items that log, their outcome final. Returns per item how many
 -- decisions it logged, or nil for a call that logs nothing.
 local function log_decisions()
+  local LOGGED = C.LOGGED
   if not LOGGED then return nil end
-  local logged = {}
-  for _, i in ipairs(COUNTED) do
+  local N, P, L, defs, out, now, logged = C.N, C.P, C.L, C.defs, C.out, C.now, {}
+  for _, i in ipairs(C.COUNTED) do
     local entries = LOGGED[i]
     if entries then
       local row, p, l, count = out[i], P[i], L[i], 0
@@ -483,11 +471,18 @@ local function log_decisions()
   return logged
 end
 
--- Usage per usage base: TALLY[base] = {allowed, denied, shadow_denied, logged}, UNITS[base] = {['cost:<unit>'] =
--- amount} (made only for items with units), and the bases in order of first use.
-local function count_usage(logged)
+-- Usage, counted per usage base: TALLY[base] = {allowed, denied, shadow_denied, logged}, UNITS[base] =
+-- {['cost:<unit>'] = amount} (made only for items with units), the bases in order of first use; `logged`: per item
+-- how many decisions it logged (log_decisions). Written with one HINCRBY per usage field that moved. An amount of 1
+-- (the usual one) is passed as the string '1': a Lua number argument costs redis.call a float-to-text conversion
+-- (~2.4k instructions, a third of a HINCRBY). Records: what the call spent on each durable counter, with the usage
+-- of the counter's first spender, under "<counter key>|<bucket start>" (durability.record_bucket); a bucket's text
+-- is made once. Then one SADD per 1000 usage keys; when it added any, every usage key of the call gets its TTL
+-- again (a key indexed before keeps at least the TTL it had: they all end two days after this minute).
+local function usage(logged)
+  local N, P, L, defs, out, now = C.N, C.P, C.L, C.defs, C.out, C.now
   local TALLY, UNITS, bases = {}, nil, {}
-  for _, i in ipairs(COUNTED) do
+  for _, i in ipairs(C.COUNTED) do
     local row, p = out[i], P[i]
     local base = ARGV[N[p + ITEM_USAGE]]
     local tally = TALLY[base]
@@ -523,13 +518,8 @@ local function count_usage(logged)
     end
     if logged and logged[i] then tally[4] = tally[4] + logged[i] end
   end
-  return TALLY, UNITS, bases
-end
 
--- One HINCRBY per usage field that moved. An amount of 1 (the usual one) is passed as the string '1': a Lua
--- number argument costs redis.call a float-to-text conversion (~2.4k instructions, a third of a HINCRBY).
--- Returns the usage keys, in order, and the usage key of each base.
-local function write_usage(TALLY, UNITS, bases, minute)
+  local minute = itos(floor(now / 60000))
   local usage_keys, key_of = {}, {}
   for n, base in ipairs(bases) do
     local key, tally = base .. minute, TALLY[base]
@@ -544,36 +534,29 @@ local function write_usage(TALLY, UNITS, bases, minute)
       for field, amount in pairs(costs) do call('HINCRBY', key, field, amount) end
     end
   end
-  return usage_keys, key_of
-end
 
--- Records: what the call spent on each durable counter, with the usage of the counter's first spender, under
--- "<counter key>|<bucket start>" (durability.record_bucket); a bucket's text is made once.
-local function write_records(key_of)
-  local bucket_texts, minute_start = {}, now - now % 60000
-  for _, d in ipairs(durable) do
-    local lim = defs[d]
-    local amount = lim.spent
-    if amount > 0 then
-      local code, start = lim.code, minute_start
-      if code == 'cal' then
-        start = lim.ws
-      elseif code == 'fw' or code == 'swc' then
-        start = now - now % lim.per
+  if C.spent_any and not C.rolled_back then
+    local bucket_texts, minute_start = {}, now - now % 60000
+    for _, d in ipairs(C.durable) do
+      local lim = defs[d]
+      local amount = lim.spent
+      if amount > 0 then
+        local code, start = lim.code, minute_start
+        if code == 'cal' then
+          start = lim.ws
+        elseif code == 'fw' or code == 'swc' then
+          start = now - now % lim.per
+        end
+        local text = bucket_texts[start]
+        if not text then
+          text = '|' .. itos(start)
+          bucket_texts[start] = text
+        end
+        call('HINCRBY', key_of[lim.payer], lim.key .. text, amount == 1 and '1' or amount)
       end
-      local text = bucket_texts[start]
-      if not text then
-        text = '|' .. itos(start)
-        bucket_texts[start] = text
-      end
-      call('HINCRBY', key_of[lim.payer], lim.key .. text, amount == 1 and '1' or amount)
     end
   end
-end
 
--- One SADD per 1000 usage keys; when it added any, every usage key of the call gets its TTL again
--- (a key indexed before keeps at least the TTL it had: they all end two days after this minute).
-local function index_usage(usage_keys, minute)
   local index = ARGV[3] .. minute
   for first = 1, #usage_keys, 1000 do
     local last = math.min(first + 999, #usage_keys)
@@ -584,14 +567,24 @@ local function index_usage(usage_keys, minute)
   end
 end
 
--- Each decision kept under its request id: "<now>|<the row, comma-separated>|<descriptor>".
-local function store_decisions()
-  for _, i in ipairs(COUNTED) do
+-- Calls with request ids: an item repeating an earlier item's request id answers that item's row, marked replayed;
+-- each decision decided here is kept under its request id: "<now>|<the row, comma-separated>|<descriptor>".
+local function answer()
+  local N, P, out, DUP = C.N, C.P, C.out, C.DUP
+  for i = 1, C.item_count do
+    if not out[i] then
+      local row = {}
+      for n, value in ipairs(out[DUP[i]]) do row[n] = value end
+      row[3] = 1
+      out[i] = row
+    end
+  end
+  for _, i in ipairs(C.COUNTED) do
     local idem = N[P[i] + ITEM_IDEMPOTENCY]
     if idem > 0 then
       local row, fields = out[i], {}
       for n = 1, #row do fields[n] = itos(row[n]) end
-      local stored = itos(now) .. '|' .. table.concat(fields, ',') .. '|' .. descriptor(i)
+      local stored = itos(C.now) .. '|' .. table.concat(fields, ',') .. '|' .. C.descriptor(i)
       call('SET', KEYS[idem], stored, 'PX', ttl(IDEMPOTENCY_TTL))
     end
   end
@@ -599,26 +592,20 @@ end
 
 -- The main body: the phases in order (see the header).
 read_call()
-if ids then
+if C.ids then
   local reused = request_ids()
   if reused then return reused end
 end
-if epoch_key then
-  write_seeds()
-  local missing = missing_counters()
+if C.epoch_key then
+  local missing = seeds()
   if missing then
-    if lent then call('DEL', unpack(lent)) end
+    if C.lent then call('DEL', unpack(C.lent)) end
     return missing
   end
 end
 evaluate()
 spend()
-if ids then answer_repeats() end
-local minute = itos(floor(now / 60000))
-local TALLY, UNITS, bases = count_usage(log_decisions())
-local usage_keys, key_of = write_usage(TALLY, UNITS, bases, minute)
-if spent_any and not rolled_back then write_records(key_of) end
-index_usage(usage_keys, minute)
-if ids then store_decisions() end
-if lent then call('DEL', unpack(lent)) end
-return out
+usage(log_decisions())
+if C.ids then answer() end
+if C.lent then call('DEL', unpack(C.lent)) end
+return C.out

@@ -1,9 +1,10 @@
 """check.lua (and refund.lua) assembled into one script, with a map from its lines back to their sources.
 
-The script: lib.lua, the field offsets and answer codes generated from check_fields.py, CODES (the algorithm
-numbers of the call's definitions), one `define(code)` with a branch per algorithm running its fragments (on
-first use), then the body. One define() with a branch per algorithm, rather than a function per algorithm:
-every function in the script is a closure created again on every call (~0.1 µs each on this machine).
+The script: lib.lua, CODES (the algorithm numbers of the call's definitions), one `define(code)` with a branch per
+algorithm running its fragments (on first use), then the body; in every line the names of check_fields.lua_names()
+(field offsets, answer codes) are replaced by their values. One define() with a branch per algorithm, rather than
+a function per algorithm: every function in the script is a closure created again on every call (~0.1 µs each on
+this machine).
 
 Redis names a line of the script as "user_script:<line>" in its errors; `Assembled.located` rewrites those to the
 .lua file and its line ("check.lua:141"), and `locate` does so in place on a redis-py error, keeping its class.
@@ -22,10 +23,12 @@ from redis.exceptions import ResponseError
 from apps.engine.keys import ALGORITHM_CODES
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.args import ALGORITHM_NUMBERS
-from apps.engine.store.check_fields import lua_constants
+from apps.engine.store.check_fields import lua_names
 
 GENERATED = "<generated>"
 _SCRIPT_LINE = re.compile(r"@?user_script:(\d+)")
+NAMES = lua_names()
+_NAME = re.compile(r"\b(" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")\b")
 
 
 @dataclass
@@ -40,9 +43,10 @@ class Assembled:
         return "\n".join(self.lines)
 
     def add(self, source: str, text: str) -> None:
-        """Append `text` as lines of `source` (a .lua file's name, or GENERATED with what generated it)."""
+        """Append `text` as lines of `source` (a .lua file's name, or GENERATED with what generated it), each name
+        of check_fields.lua_names() replaced by its value (no line moves)."""
         self.runs.append((len(self.lines) + 1, source))
-        self.lines.extend(text.splitlines())
+        self.lines.extend(_NAME.sub(lambda match: NAMES[match.group(1)], text).splitlines())
 
     def where(self, line: int) -> tuple[str, int]:
         """(source, line in it) of line `line` (from 1) of the assembled script."""
@@ -72,7 +76,7 @@ def assemble(body: str = "check.lua", read: Callable[[str], str] = lua_file) -> 
     read: a .lua file's text by name (a test may hand in a broken fragment)."""
     script = Assembled()
     script.add("lib.lua", read("lib.lua"))
-    script.add(f"{GENERATED} check_fields.lua_constants()", lua_constants())
+    script.add(f"{GENERATED} check_fields.py", "-- check_fields.lua_names() are replaced by their values below.")
     codes = ", ".join(f"'{ALGORITHM_CODES[name]}'" for name in ALGORITHM_NUMBERS)
     script.add(f"{GENERATED} CODES, define()", f"local CODES = {{{codes}}}\ndefine = function(code)")
     for number, algorithm in enumerate(ALGORITHMS.values()):

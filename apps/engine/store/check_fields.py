@@ -1,8 +1,8 @@
 """The fields of a check.lua call, by name: the one place that says in which order they travel.
 
-check.lua reads its numbers at offsets named after these fields: `lua_constants()` writes them as Lua locals
-(DEF_QUANTITY, ITEM_DRY_RUN, ...) into the script when it is assembled (store/assembly.py), so the script and
-the Python that writes (args.py) or reads (recorded_call.py) a call cannot drift apart.
+check.lua reads its numbers at offsets named after these fields (DEF_QUANTITY, ITEM_DRY_RUN, ...): `lua_names()`
+gives each name's value, which the assembler (store/assembly.py) puts in place of the name, so the script and the
+Python that writes (args.py) or reads (recorded_call.py) a call cannot drift apart.
 
 KEYS: every key of the call, each once, in order of first use; the numbers name a key by its index (from 1).
 An item's idempotency key (when it has a request id; a dry run only reads it) comes before the counter keys of
@@ -143,16 +143,18 @@ SHARED = {
 }
 
 
-def lua_constants() -> str:
-    """Lua locals naming each field's offset from its group's first number (HEAD from 1: N[HEAD_ITEM_COUNT]),
-    and <GROUP>_SIZE, the count of numbers a group takes; then SHARED and ATOMIC."""
-    lines = ["-- Generated from apps/engine/store/check_fields.py when the script is assembled (store/assembly.py)."]
+def lua_names() -> dict[str, str]:
+    """The names check.lua reads by, each with the Lua literal the assembler puts in its place: per group, each
+    field's offset from the group's first number (HEAD from 1: N[HEAD_ITEM_COUNT]) and <GROUP>_SIZE, the count of
+    numbers a group takes; then SHARED and ATOMIC. Put in place rather than declared as locals: a local of the main
+    chunk that a phase function uses is one more upvalue to find each time the function is made, on every call
+    (with these as locals a check cost ~60k more Redis instructions, bench/RESULTS.md "check.lua readable")."""
+    names: dict[str, str] = {}
     for prefix, group in GROUPS:
         base = 1 if prefix == "HEAD" else 0
         fields: tuple[str, ...] = group._fields  # type: ignore[attr-defined]
-        names = [f"{prefix}_{field.upper()}" for field in fields] + [f"{prefix}_SIZE"]
-        values = [str(base + offset) for offset in range(len(fields))] + [str(len(fields))]
-        lines.append(f"local {', '.join(names)} = {', '.join(values)}")
-    lines.append(f"local {', '.join(SHARED)} = {', '.join(str(value) for value in SHARED.values())}")
-    lines.append(f"local ATOMIC = '{ATOMIC}'")
-    return "\n".join(lines)
+        names |= {f"{prefix}_{field.upper()}": str(base + offset) for offset, field in enumerate(fields)}
+        names[f"{prefix}_SIZE"] = str(len(fields))
+    names |= {name: str(value) for name, value in SHARED.items()}
+    names["ATOMIC"] = f"'{ATOMIC}'"
+    return names

@@ -18,7 +18,6 @@ the script names the .lua file and line it came from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +35,7 @@ from apps.engine.store.assembly import assemble, locate
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.decide import Outcome
+from apps.engine.store.operator_tools import RedisOperatorTools, _text
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.store.seeds import seed_text
 from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
@@ -59,12 +59,7 @@ CHECK = assemble("check.lua")
 CHECK_SCRIPT = CHECK.text
 
 
-def _text(value: bytes | str) -> str:
-    # surrogateescape: a key that is not UTF-8 still reads, and the flush quarantines its row alone.
-    return value.decode(errors="surrogateescape") if isinstance(value, bytes) else value
-
-
-class RedisStore:
+class RedisStore(RedisOperatorTools):
     """A Store on Redis. key_prefix: starts every key written; clock: None = Redis server time."""
 
     def __init__(
@@ -164,40 +159,6 @@ class RedisStore:
         index = self._layout.usage_index_key(minute)
         keys = [_text(key) for key in self._client.smembers(index)]
         self._client.delete(index, *keys)
-
-    # Operator tools (admin usage page, unblock): SCAN and plain commands, never on the hot path.
-
-    @property
-    def key_prefix(self) -> str:
-        return self._layout.prefix
-
-    def counter_keys(self, head: str) -> list[str]:
-        """The keys that start with `head`, sorted."""
-        pattern = re.sub(r"([\\*?\[\]])", r"\\\1", head) + "*"
-        return sorted(_text(key) for key in self._client.scan_iter(match=pattern, count=1000))
-
-    def counters_delete(self, keys: Sequence[str]) -> int:
-        """Delete `keys`; how many existed."""
-        return int(self._client.delete(*keys)) if keys else 0
-
-    def counters_forget(self, counters: Sequence[str]) -> None:
-        """Delete `counters` (keys without the prefix) and start a new epoch, in one transaction: each durable
-        counter is rebuilt from its records when next needed (after spending that Redis did not see)."""
-        keys = [key for counter in counters for key in self._layout.keys_of_counter(counter)]
-        pipe = self._client.pipeline(transaction=True)
-        if keys:
-            pipe.delete(*keys)
-        pipe.delete(self._layout.epoch_key())
-        pipe.execute()
-
-    def leases_live(self, keys: Sequence[str]) -> int:
-        """Unexpired leases in the concurrency counters `keys`."""
-        seconds, micros = self._client.time() if self._clock is None else divmod(self._clock.now_ms() * 1000, 10**6)
-        now = int(seconds) * 1000 + int(micros) // 1000
-        pipe = self._client.pipeline(transaction=False)
-        for key in keys:
-            pipe.zcount(key, f"({now}", "+inf")
-        return sum(int(count) for count in pipe.execute())
 
     def responsive(self, node: str | None = None) -> bool:
         """Does Redis answer a PING (within the client's timeout)? node: ignored here (one Redis)."""
