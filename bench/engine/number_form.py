@@ -36,8 +36,9 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from apps.engine import CheckItem  # noqa: E402
-from apps.engine.store.args import encode  # noqa: E402
-from apps.engine.store.assembly import assemble  # noqa: E402
+from apps.engine.keys import ALGORITHM_CODES  # noqa: E402
+from apps.engine.registry import ALGORITHMS  # noqa: E402
+from apps.engine.store.args import ALGORITHM_NUMBERS, encode  # noqa: E402
 from apps.engine.store.plan import plan_item  # noqa: E402
 from apps.engine.store.redis import CHECK_SCRIPT, RedisStore  # noqa: E402
 from bench.engine.run import three_limits  # noqa: E402
@@ -68,9 +69,17 @@ def variants(script: str, before: str | None) -> dict[str, str]:
 
 
 def assemble_tree(tree: str) -> str:
-    """check.lua as store/assembly.py assembles it, from another checkout's apps/engine/lua."""
+    """check.lua as redis.py assembled it before check_fields.py (lib.lua, CODES, define(), check.lua: no names put
+    in place), from another checkout's apps/engine/lua."""
     folder = Path(tree) / "apps" / "engine" / "lua"
-    return assemble(read=lambda name: (folder / name).read_text(encoding="utf-8")).text
+
+    def lua(*names: str) -> str:
+        return "\n".join((folder / name).read_text(encoding="utf-8") for name in names)
+
+    codes = ", ".join(f"'{ALGORITHM_CODES[name]}'" for name in ALGORITHM_NUMBERS)
+    branches = "\nelse".join(f"if code == '{a.code}' then\n{lua(*a.fragments)}\n" for a in ALGORITHMS.values())
+    define = f"define = function(code)\n{branches}\nend\nend"
+    return "\n".join([lua("lib.lua"), f"local CODES = {{{codes}}}", define, lua("check.lua")])
 
 
 def numbers_of(argv: list[object]) -> list[int]:

@@ -52,11 +52,8 @@
 --   lease expiry ms (0 = none; 2^53 - 1: an allocation), (over 0|1, remaining, reset ms)*}, or {REPLAYED, stored
 --   decision} where the stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10
 --   minutes).
-local IDEMPOTENCY_TTL = 600000     -- by the script's clock, so a test clock and Redis expiry agree
-local USAGE_TTL_MS = 172800000
+-- IDEMPOTENCY_TTL_MS, USAGE_TTL_MS, MAX_WAIT_MS, FINGERPRINT_LENGTH: put in place from Python (check_fields.SHARED).
 local EPOCH_TTL_MS = 604800000     -- when it lapses, a new epoch only costs windows open then a re-seed
-local FINGERPRINT_DIGITS = 16      -- a descriptor ends with them (plan.FINGERPRINT_LENGTH)
-local MAX_WAIT_MS = 60000          -- types.MAX_WAIT_MS: a shaper's level may exceed its capacity by this much drain
 local HELD = 9007199254740991      -- 2^53 - 1: the lease expiry of an allocation, held until released
 
 -- What the phases share, in one table: every phase is a closure made on each call, and each local of the main
@@ -173,13 +170,13 @@ local function request_ids()
   for i = 1, C.item_count do
     local idem, dry = N[P[i] + ITEM_IDEMPOTENCY], N[P[i] + ITEM_DRY_RUN] == 1
     if idem > 0 then
-      local key, mine = KEYS[idem], sub(descriptor(i), -FINGERPRINT_DIGITS)
+      local key, mine = KEYS[idem], sub(descriptor(i), -FINGERPRINT_LENGTH)
       local first, same = first_of[key], true
       if first then
-        same, DUP[i] = sub(descriptor(first), -FINGERPRINT_DIGITS) == mine, first
+        same, DUP[i] = sub(descriptor(first), -FINGERPRINT_LENGTH) == mine, first
       else
         local stored = fetch(key)
-        if stored and now - tonumber(match(stored, '^(%d+)|')) < IDEMPOTENCY_TTL then
+        if stored and now - tonumber(match(stored, '^(%d+)|')) < IDEMPOTENCY_TTL_MS then
           local theirs = match(stored, '|(%x+)$')  -- nil: stored before fingerprints
           same, STORED[i] = theirs == mine or (theirs == nil and not dry), stored
         elseif not dry then
@@ -585,7 +582,7 @@ local function answer()
       local row, fields = out[i], {}
       for n = 1, #row do fields[n] = itos(row[n]) end
       local stored = itos(C.now) .. '|' .. table.concat(fields, ',') .. '|' .. C.descriptor(i)
-      call('SET', KEYS[idem], stored, 'PX', ttl(IDEMPOTENCY_TTL))
+      call('SET', KEYS[idem], stored, 'PX', ttl(IDEMPOTENCY_TTL_MS))
     end
   end
 end

@@ -47,6 +47,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from apps.engine.keys import IDEMPOTENCY_TTL_MS, USAGE_TTL_MS
+from apps.engine.store.plan import FINGERPRINT_LENGTH
+from apps.engine.types import MAX_WAIT_MS
+
 STRING_OFFSET = 4  # the strings start after ARGV[4]: a string's ARGV index is its position (from 1) + 4
 ATOMIC, INDEPENDENT = "a", "i"
 NOT_DURABLE, RECORDED, REBUILT = 0, 1, 2
@@ -134,6 +138,10 @@ GROUPS: tuple[tuple[str, type[tuple[object, ...]]], ...] = (
 )
 # Facts the script shares with Python, by their Python names.
 SHARED = {
+    "IDEMPOTENCY_TTL_MS": IDEMPOTENCY_TTL_MS,  # by the script's clock, so a test clock and Redis expiry agree
+    "USAGE_TTL_MS": USAGE_TTL_MS,
+    "MAX_WAIT_MS": MAX_WAIT_MS,  # a shaper's level may exceed its capacity by this much drain
+    "FINGERPRINT_LENGTH": FINGERPRINT_LENGTH,  # a descriptor ends with the request's fingerprint, this many digits
     "NOT_DURABLE": NOT_DURABLE,
     "RECORDED": RECORDED,
     "REBUILT": REBUILT,
