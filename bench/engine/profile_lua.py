@@ -50,38 +50,30 @@ sys.path.insert(0, ARGS.tree)
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
 
 from apps.engine import CheckItem  # noqa: E402
-from apps.engine.keys import ALGORITHM_CODES  # noqa: E402
-from apps.engine.registry import ALGORITHMS  # noqa: E402
-from apps.engine.store.args import ALGORITHM_NUMBERS, encode  # noqa: E402
+from apps.engine.store.args import encode  # noqa: E402
+from apps.engine.store.assembly import assemble as assembled  # noqa: E402
 from apps.engine.store.plan import plan_item  # noqa: E402
 from apps.engine.store.redis import CHECK_SCRIPT, RedisStore  # noqa: E402
 from bench.engine.run import three_limits  # noqa: E402
 
 MARKS = (
     "local CODES",  # after lib.lua's helpers
-    "local now = read_now",  # after the algorithms' define() and check.lua's constants
-    "local atomic",  # after TIME
-    "local defs, strings, durable",  # after lib.lua, TIME and the unpack of the numbers
-    "prefetch(",  # after reading the definitions and items
-    "-- Request ids (see the header)",  # after the MGET
-    "if rolled_back then",  # after deciding every item
-    "-- Usage per usage",  # after saving the counters
-    "local minute = ",  # after tallying the usage (before: and the records), before its HINCRBYs
+    "local IDEMPOTENCY_TTL",  # after the algorithms' define()
+    "read_call()",  # after check.lua's constants, the shared state and making the phase functions
+    "if C.ids then",  # (the first) after read_call: TIME, the numbers, definitions, items, the MGET
+    "evaluate()",  # after request ids and seeds
+    "spend()",  # after deciding every item
+    "usage(log_decisions())",  # after saving the counters
+    "if C.ids then answer()",  # after the log and the usage (tally, HINCRBYs, records, SADD)
 )
-LOGGING = "local LOG = {}\nlocal function logged(...) LOG[#LOG + 1] = {...} return redis.call(...) end\n"
+# (not LOG: lib.lua's decision log is called so, and would be what the script answers)
+LOGGING = "local CALLS = {}\nlocal function logged(...) CALLS[#CALLS + 1] = {...} return redis.call(...) end\n"
 
 
 def assemble(tree: str) -> str:
-    """check.lua as redis.py assembles it, from the lua/ folder of another checkout."""
+    """check.lua as redis.py assembles it (store/assembly.py), from the lua/ folder of another checkout."""
     folder = Path(tree) / "apps" / "engine" / "lua"
-
-    def lua(*names: str) -> str:
-        return "\n".join((folder / name).read_text(encoding="utf-8") for name in names)
-
-    codes = ", ".join(f"'{ALGORITHM_CODES[name]}'" for name in ALGORITHM_NUMBERS)
-    branches = "\nelse".join(f"if code == '{a.code}' then\n{lua(*a.fragments)}\n" for a in ALGORITHMS.values())
-    define = f"define = function(code)\n{branches}\nend\nend"
-    return "\n".join([lua("lib.lua"), f"local CODES = {{{codes}}}", define, lua("check.lua")])
+    return assembled(read=lambda name: (folder / name).read_text(encoding="utf-8")).text
 
 
 def cut(script: str, mark: str) -> str:
@@ -95,9 +87,9 @@ def cut(script: str, mark: str) -> str:
 def logging_script(script: str) -> str:
     """`script` with every redis.call logged, answering the log instead of its rows."""
     body = script.replace("redis.call\n", "logged\n", 1)
-    if body == script or not body.rstrip().endswith("return out"):
-        raise SystemExit("cannot find lib.lua's `call = redis.call` or check.lua's final `return out`")
-    body = body.rstrip()[: -len("return out")] + "return cjson.encode(LOG)\n"
+    if body == script or not body.rstrip().endswith("return C.out"):
+        raise SystemExit("cannot find lib.lua's `call = redis.call` or check.lua's final `return C.out`")
+    body = body.rstrip()[: -len("return C.out")] + "return cjson.encode(CALLS)\n"
     return LOGGING + body
 
 

@@ -1,16 +1,17 @@
-"""check.lua's KEYS and ARGV (apps/engine/store/args.py): a known check's exact bytes, and batches read
-back the way check.lua reads them."""
+"""check.lua's KEYS and ARGV (apps/engine/store/args.py): a known check's exact arguments, and batches read
+back by the names check.lua reads them by (check_fields.py, recorded_call.py)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from struct import pack, unpack
 from typing import Any
 
 from apps.engine import CheckItem, KeyLayout, LimitSpec
-from apps.engine.store.args import ALGORITHM_NUMBERS, NOT_DURABLE, REBUILT, RECORDED, encode
+from apps.engine.store.args import ALGORITHM_NUMBERS, encode
+from apps.engine.store.check_fields import NOT_DURABLE, REBUILT, RECORDED
 from apps.engine.store.plan import ItemPlan, plan_item
+from apps.engine.store.recorded_call import numbers_of, read_call
 
 LAYOUT = KeyLayout("t")
 NOW = 1_705_320_000_000  # 2024-01-15T12:00:00Z
@@ -44,44 +45,32 @@ class Item:
 
 
 def read(keys: list[str], argv: list[Any]) -> tuple[list[Definition], list[Item]]:
-    """The definitions and items of a call, read as check.lua reads them (see its header)."""
+    """The definitions and items of a call, read by the names check.lua reads them by (recorded_call.py)."""
     assert argv[1] in ("a", "i")
-    numbers = [int(n) for n in unpack(f"<{len(argv[3]) // 8}d", argv[3])]
-    definitions, p = [], 2
-    for _ in range(numbers[0]):
-        algorithm, key, quantity, period, capacity, shadow, durability, seed, bounds = numbers[p : p + 9]
-        width = 2 if algorithm == ALGORITHM_NUMBERS["sliding_log"] else 1
-        bounds_ms = numbers[p + 9 : p + 9 + bounds]
-        definitions.append(
-            Definition(
-                algorithm,
-                keys[key - 1 : key - 1 + width],
-                (quantity, period, capacity, shadow),
-                (durability, argv[seed - 1] if seed else None),
-                bounds_ms,
-            )
+    call = read_call(keys, argv)
+    definitions = [
+        Definition(
+            d.fields.algorithm,
+            d.keys,
+            (d.fields.quantity, d.fields.period_ms, d.fields.capacity, d.fields.shadow),
+            (d.fields.durability, d.seed),
+            d.bounds,
         )
-        p += 9 + bounds
-    items = []
-    for _ in range(numbers[1]):
-        usage, lease, descriptor, idempotency, dry_run, ttl, max_wait, units = numbers[p : p + 8]
-        costs = [(argv[numbers[p + 8 + 2 * u] - 1], numbers[p + 9 + 2 * u]) for u in range(units)]
-        p += 8 + 2 * units
-        limits = [(numbers[p + 1 + 2 * n], numbers[p + 2 + 2 * n]) for n in range(numbers[p])]
-        p += 1 + 2 * numbers[p]
-        items.append(
-            Item(
-                argv[usage - 1],
-                (argv[lease - 1], ttl) if lease else None,
-                argv[descriptor - 1] if descriptor else None,
-                keys[idempotency - 1] if idempotency else None,
-                dry_run == 1,
-                costs,
-                limits,
-                max_wait,
-            )
+        for d in call.definitions
+    ]
+    items = [
+        Item(
+            i.usage,
+            (i.lease, i.fields.lease_ttl_ms) if i.lease is not None else None,
+            i.descriptor,
+            i.idempotency_key,
+            i.fields.dry_run == 1,
+            i.units,
+            [(limit.definition, limit.cost) for limit in i.limits],
+            i.fields.max_wait_ms,
         )
-    assert p == len(numbers)
+        for i in call.items
+    ]
     return definitions, items
 
 
@@ -98,7 +87,8 @@ def test_a_one_limit_check_encodes_to_known_arguments() -> None:
     # the item: usage base ARGV[5], no lease/descriptor/request id, not a dry run, no ttl, no wait;
     # 1 unit: "requests" (ARGV[6]) x 1; 1 limit: definition 1 x 1
     numbers = [1, 1, *definition, 5, 0, 0, 0, 0, 0, 0, 1, 6, 1, 1, 1, 1]
-    assert argv == ["", "i", "t:ui:", pack("<24d", *numbers), "t:u:{c=acct-1}:Op:", "requests"]
+    assert argv == ["", "i", "t:ui:", repr(numbers), "t:u:{c=acct-1}:Op:", "requests"]
+    assert argv[3] == "[1, 1, 1, 1, 10, 60000, 10, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 1, 6, 1, 1, 1, 1]"
     assert [(limit.spec, checked) for limit, checked in described] == [(MINUTE, item)]
 
 
@@ -185,8 +175,8 @@ def test_the_log_section_follows_the_items_and_names_each_audited_limit_or_lease
     ]
     keys, argv, _ = encode(plans, False, NOW, "t:ui:", log=LogSettings("t", "node-7", 123))
     plain_keys, plain_argv, _ = encode(plans, False, NOW, "t:ui:")
-    numbers = unpack(f"<{len(argv[3]) // 8}d", argv[3])
-    plain = unpack(f"<{len(plain_argv[3]) // 8}d", plain_argv[3])
+    numbers = numbers_of(argv[3])
+    plain = numbers_of(plain_argv[3])
     assert numbers[: len(plain)] == plain  # the items as before, the log section after them
     section = [int(n) for n in numbers[len(plain) :]]
     assert section[0] == 2

@@ -1,177 +1,183 @@
 -- check.lua: decide a batch of checks in one call (a single check is a batch of one), all or
 -- nothing per check (and per batch in atomic mode), with usage counted in the same call.
--- Assembled after lib.lua and the algorithm fragments; mirrors apps/engine/store/decide.py.
+-- Assembled after lib.lua and the algorithm fragments (store/assembly.py), which puts in place of each field
+-- offset (DEF_*, ITEM_*, UNIT_*, LIMIT_*, ENTRY_*, TAIL_*, LABEL_*) and answer code (REUSED, ...) its value from
+-- apps/engine/store/check_fields.py; mirrors apps/engine/store/decide.py. `manage.py decode_check` prints a
+-- recorded call's arguments by name, and a Redis error names the line of this file.
 --
--- KEYS: every counter and idempotency key the checks name, each once (numbers refer to them by index),
---   then the epoch key when a durable counter may be rebuilt.
--- ARGV: [1] now ms ('' = Redis TIME)  [2] 'i' independent | 'a' atomic  [3] usage index base ("<prefix>:ui:")
---       [4] the numbers below, packed as little-endian doubles (every one an integer below 2^53, so
---           exact; one struct.unpack instead of parsing text)
---       [5..] the strings the numbers name by ARGV index: usage bases ("<prefix>:u:{c=..}:<op>:", then
---           "s=<service>:" and "k=<key prefix>:" when the check has them; the script appends the minute),
---           unit names, lease payloads (concurrency.lua), descriptors ("<lease id>|<limits JSON>|<fingerprint>",
---           stored with the decision; the fingerprint, 16 hex digits, hashes the request's parameters)
--- numbers: <definition count> <item count>
---   then one definition per counter: <algorithm (index in CODES)> <key index> <quantity> <period ms>
---     <capacity> <shadow 0|1> <durability> <seed> <bound count> <calendar window bound ms>*
---     durability: 0 not durable; 1 what admitted checks spend is recorded (below); 2 recorded, and a
---     missing counter whose look-back began before the epoch key (the last KEYS entry) was set may have
---     lost what was spent, so ask. seed: 0 none, else the ARGV index of "<ttl ms>|<state>", the counter
---     rebuilt from its records, written while the counter is still missing (apps/engine/store/seeds.py) when
---     an item that is not a dry run names it; a counter only dry runs name is answered from it unwritten
---   then per item: <usage base> <lease payload (0 = none)> <descriptor (0 = none)> <idempotency key index
---     (0 = none; sent with a descriptor, also for a dry run, which only reads it)> <dry run 0|1>
---     <lease ttl ms (0: an allocation, held until released)> <max wait ms> <unit count> (<unit name> <cost>)* <limit count> (<definition number> <cost>)*
---     max wait: how long the item accepts to wait on a leaky bucket (leaky_bucket.lua, a shaper; a shadow one
---     is evaluated with 0).
---   then, when the store logs (absent: the numbers end after the items, nothing is logged):
---     <log count> (<item number> <limit position> <stream key index> <label> <audit 0|1>)* <instance> <maxlen>
---     label: the ARGV index of 8 strings (customer, operation, limit, algorithm, quantity, period ms, burst,
---     shadow 0|1); instance: an ARGV index. Per entry, for an item that is not a dry run nor replayed: audit 1
---     writes its decision ("allow" when the item was admitted, else "deny": an item refused spent nothing on
---     any of its limits) to the stream (XADD MAXLEN ~ <maxlen>) and adds 1 to its usage's "logged"; at
---     position 1 of an item whose lease was granted, "acquire" is written (audited or not), and the leases the
---     set drops as expired are written as "expire" (concurrency.lua). Fields: apps/engine/decision_log.py.
+-- Phases, run in this order by the main body at the end of the file:
+--   read_call      ARGV and the numbers: definitions, items, the log section; one MGET of the keys read
+--   request_ids    calls with request ids: stored decisions to replay, repeats within the call; answers
+--                  {{REUSED, <item number>*}} when an id comes back with other parameters
+--   seeds          calls that may rebuild durable counters: rebuilt counters written, the epoch set; answers
+--                  {{NEEDS_SEED, ...}} when counters are still missing
+--   evaluate       every item decided in order into its row (decide)
+--   spend          the counters saved, or an atomic batch refused whole
+--   log_decisions  the decision log entries of the items that log
+--   usage          usage and records counted (HINCRBY), the usage index (SADD)
+--   answer         calls with request ids: repeats answered, decisions kept under their ids
+-- Every function is a closure made again on each call (the nine phases cost a single check ~7% of its Redis
+-- instructions, bench/RESULTS.md "check.lua readable"): a phase's helpers are inlined or made inside it, so only
+-- the calls that run it pay for them, and the phases share their state in one table (C) to keep upvalues few.
+--
+-- KEYS, ARGV and the numbers: apps/engine/store/check_fields.py. In short, ARGV: [1] now ms ('' = Redis TIME)
+-- [2] 'i' independent | 'a' atomic [3] usage index base [4] the numbers, a JSON array of integers: the
+-- definitions (one per counter), the items (each with its units and its limits: definition number and cost),
+-- the log section [5..] the strings the numbers name by ARGV index.
+--   durability: NOT_DURABLE; RECORDED: what admitted checks spend is recorded (below); REBUILT: recorded, and a
+--     missing counter whose look-back began before the epoch key (the last KEYS entry) was set may have lost
+--     what was spent, so ask. seed: 0 none, else the ARGV index of "<ttl ms>|<state>", the counter rebuilt from
+--     its records, written while the counter is still missing (apps/engine/store/seeds.py) when an item that is
+--     not a dry run names it; a counter only dry runs name is answered from it unwritten.
+--   max wait: how long the item accepts to wait on a leaky bucket (leaky_bucket.lua, a shaper; a shadow one is
+--     evaluated with 0). lease ttl 0: an allocation, held until released.
+--   log entries, for an item that is not a dry run nor replayed: audit 1 writes its decision ("allow" when the
+--     item was admitted, else "deny": an item refused spent nothing on any of its limits) to the stream (XADD
+--     MAXLEN ~ <maxlen>) and adds 1 to its usage's "logged"; at position 1 of an item whose lease was granted,
+--     "acquire" is written (audited or not), and the leases the set drops as expired are written as "expire"
+--     (concurrency.lua). Fields: apps/engine/decision_log.py.
 -- Request ids, checked before anything is decided or written: a decision stored less than 10 minutes ago
 -- (by the script's clock) with the item's fingerprint is replayed, and an item repeating an earlier item's
 -- id and fingerprint in the call replays that item. An id stored or repeated with another fingerprint (a
--- dry run always differs from a stored decision) makes the whole call answer {{-3, <item number>*}} and
+-- dry run always differs from a stored decision) makes the whole call answer {{REUSED, <item number>*}} and
 -- write nothing. A decision stored before fingerprints (no "|<hex>" at its end) is replayed to any check
 -- that is not a dry run. Dry runs store nothing.
 -- Records: what the call's admitted checks spent on each durable counter is added to the usage hash of
 -- the counter's first spender, under "<counter key>|<bucket start ms>" (apps/engine/durability.py). The
 -- flush stores them with the usage, and a lost counter is rebuilt from them.
--- Returns {{-2, now, <definition number>, <look-back start ms>, ...}} (and writes nothing but the epoch,
+-- Returns {{NEEDS_SEED, now, <definition number>, <look-back start ms>, ...}} (and writes nothing but the epoch,
 -- and that only when an item is not a dry run: a call of dry runs leaves Redis as it found it) when durable
 -- counters are missing: the caller rebuilds them and calls again with their seeds. Otherwise
 -- one array per item: {allowed 0|1, retry_after (-1 = never) when refused | delay ms when allowed (how long the
 --   caller waits before proceeding: the largest wait of its enforced shapers, 0 = go now), replayed 0|1,
---   lease expiry ms (0 = none; 2^53 - 1: an allocation), (over 0|1, remaining, reset ms)*}, or {-1, stored
---   decision} where the stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10 minutes).
--- Before deciding: {{-3, <item number>*}} when request ids are reused with other parameters (above).
-local IDEMPOTENCY_TTL = 600000     -- by the script's clock, so a test clock and Redis expiry agree
-local USAGE_TTL_MS = 172800000
+--   lease expiry ms (0 = none; 2^53 - 1: an allocation), (over 0|1, remaining, reset ms)*}, or {REPLAYED, stored
+--   decision} where the stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10
+--   minutes).
+-- IDEMPOTENCY_TTL_MS, USAGE_TTL_MS, MAX_WAIT_MS, FINGERPRINT_LENGTH: put in place from Python (check_fields.SHARED).
 local EPOCH_TTL_MS = 604800000     -- when it lapses, a new epoch only costs windows open then a re-seed
-local FINGERPRINT_DIGITS = 16      -- a descriptor ends with them (plan.FINGERPRINT_LENGTH)
-local MAX_WAIT_MS = 60000          -- types.MAX_WAIT_MS: a shaper's level may exceed its capacity by this much drain
+local HELD = 9007199254740991      -- 2^53 - 1: the lease expiry of an allocation, held until released
 
-local now = read_now(ARGV[1])
-local atomic = ARGV[2] == 'a'
-local index_base = ARGV[3]
+-- What the phases share, in one table: every phase is a closure made on each call, and each local of the main
+-- chunk it uses is an upvalue found again each time (as 25 shared locals, they cost a check ~10% more).
+local C = {
+  now = 0, atomic = false, N = false,       -- the script's time; atomic mode; every number of the call
+  defs = {}, durable = false,               -- definition d's table (read_call); the numbers of the durable ones
+  P = {}, L = {}, item_count = 0,           -- item i's fields are at N[P[i] + ITEM_*]; its limit count at N[L[i]]
+  live = false, ids = false,                -- an item is not a dry run (only then may the call write); has an id
+  LOGGED = false, epoch_key = false,        -- item i's log entries (positions in N); the epoch key when rebuilding
+  STORED = false, DUP = false, descriptor = false,  -- request ids: see request_ids
+  lent = false,                             -- keys written for this call only (a rebuilt log only dry runs name)
+  cache = {},                               -- counter states by key, loaded once per call
+  out = {}, rolled_back = false,            -- each item's row; an atomic batch was refused
+  COUNTED = {},                             -- the items decided here that are not dry runs: they count, log, store
+  spent_any = false,                        -- an admitted check spent on a durable counter (lim.spent, lim.payer)
+  -- Atomic batches: per key, the most the batch needs at once (earlier consuming items + this one), and per item
+  -- its reports before it consumed (for a rollback). note_need is made for atomic calls only (by evaluate).
+  needs = {}, need_keys = {}, BEFORE = {}, note_need = false,
+}
 
--- N: every number of the call. struct.unpack returns them on the Lua stack (at most ~8000 fit), so a
--- long batch is unpacked 4000 at a time and copied.
-local N
-do
-  local blob, unpack_doubles = ARGV[4], struct.unpack
-  local count = #blob / 8
-  if count <= 4000 then
-    N = {unpack_doubles('<' .. string.rep('d', count), blob)}
-  else
-    N = {}
-    local done, pos = 0, 1
-    while done < count do
-      local take = math.min(4000, count - done)
-      local got = {unpack_doubles('<' .. string.rep('d', take), blob, pos)}
-      for i = 1, take do N[done + i] = got[i] end
-      done, pos = done + take, got[take + 1]
+-- ARGV and the numbers, then one MGET of every key whose string state the call reads (`strings`).
+-- Definitions: a table each, naming every field in its constructor (nil ones too), so it is made at its final
+-- size: a field added later grows the table (a rehash, ~0.3 µs); the same holds for the fragments' states.
+-- spent, payer: what the call's admitted checks spent on a durable counter, and the usage base of its first
+-- spender, which records it.
+-- Items are not tables: item i's fields are at N[P[i] + ITEM_*], its units follow (UNIT_*), then its limit count
+-- at N[L[i]] and its limits (LIMIT_*).
+-- The log section, when the call has one: LOGGED[i] = the positions in N of item i's entries (ENTRY_*). A leased
+-- concurrency definition knows its stream (lim.log), where concurrency.lua logs the leases it drops as expired.
+local function read_call()
+  local now, N = read_now(ARGV[1]), cjson.decode(ARGV[4])
+  C.now, C.atomic, C.N = now, ARGV[2] == ATOMIC, N
+  local defs, P, L, durable, live, ids = C.defs, C.P, C.L, false, false, false
+  local strings, p = {}, HEAD_SIZE + 1
+  for d = 1, N[HEAD_DEFINITION_COUNT] do
+    local code, key, bounds = CODES[N[p + DEF_ALGORITHM]], N[p + DEF_KEY], N[p + DEF_BOUND_COUNT]
+    if not ALG[code] then define(code) end
+    local lim = {code = code, key = KEYS[key], key2 = false, q = N[p + DEF_QUANTITY], per = N[p + DEF_PERIOD_MS],
+      cap = N[p + DEF_CAPACITY], shadow = N[p + DEF_SHADOW] == 1, durability = N[p + DEF_DURABILITY],
+      seed = N[p + DEF_SEED], ws = nil, we = nil, spent = 0, payer = nil, log = false}
+    if code == 'sl' then
+      lim.key2 = KEYS[key + 1]
+      strings[#strings + 1] = lim.key2
+    elseif code ~= 'cc' then
+      strings[#strings + 1] = lim.key
     end
-  end
-end
-
--- A definition's table names every field in its constructor (nil ones too), so it is made at its final
--- size: a field added later grows the table (a rehash, ~0.3 µs). The same holds for the fragments' states.
-local defs, strings, durable = {}, {}, nil
-local p = 3
-for d = 1, N[1] do
-  local code, key, bounds = CODES[N[p]], N[p + 1], N[p + 8]
-  if not ALG[code] then define(code) end
-  -- spent, payer: what the call's admitted checks spent on a durable counter, and the usage base of its
-  -- first spender, which records it.
-  local lim = {code = code, key = KEYS[key], key2 = false, q = N[p + 2], per = N[p + 3], cap = N[p + 4],
-    shadow = N[p + 5] == 1, durability = N[p + 6], seed = N[p + 7], ws = nil, we = nil, spent = 0, payer = nil,
-    log = false}
-  if code == 'sl' then
-    lim.key2 = KEYS[key + 1]
-    strings[#strings + 1] = lim.key2
-  elseif code ~= 'cc' then
-    strings[#strings + 1] = lim.key
-  end
-  if bounds > 0 then
-    local i, last = p + 9, p + 8 + bounds
-    while i < last - 1 and N[i + 1] <= now do i = i + 1 end
-    lim.ws, lim.we = N[i], N[i + 1]
-  end
-  if lim.durability > 0 then
-    durable = durable or {}
-    durable[#durable + 1] = d
-  end
-  defs[d] = lim
-  p = p + 9 + bounds
-end
-
--- Items are not tables: item i's numbers start at N[P[i]] (<usage base> <lease> <descriptor> <idempotency
--- key> <dry run> <lease ttl> <max wait> <unit count>, see the header), its units at P[i] + 8 and its limit count at
--- N[L[i]]. live: an item is not a dry run (only then may the call write); ids: an item has a request id.
-local P, L = {}, {}
-local live, ids = false, false
-for i = 1, N[2] do
-  local l = p + 8 + 2 * N[p + 7]
-  P[i], L[i] = p, l
-  if N[p + 4] == 0 then live = true end
-  local idem = N[p + 3]
-  if idem > 0 then
-    strings[#strings + 1] = KEYS[idem]
-    ids = true
-  end
-  p = l + 1 + 2 * N[l]
-end
-local item_count = N[2]
--- The log section (see the header): LOGGED[i] = the positions in N of item i's entries. A leased concurrency
--- definition knows its stream (lim.log), where concurrency.lua logs the leases it drops as expired.
-local LOGGED = nil
-if N[p] and N[p] > 0 then
-  LOGGED = {}
-  local q = p + 1
-  for _ = 1, N[p] do
-    local i = N[q]
-    local entries = LOGGED[i]
-    if not entries then
-      entries = {}
-      LOGGED[i] = entries
+    p = p + DEF_SIZE
+    if bounds > 0 then  -- a calendar's window bounds follow: the window holding now
+      local i, last = p, p + bounds - 1
+      while i < last - 1 and N[i + 1] <= now do i = i + 1 end
+      lim.ws, lim.we = N[i], N[i + 1]
     end
-    entries[#entries + 1] = q
-    if N[q + 1] == 1 and N[P[i] + 1] > 0 then defs[N[L[i] + 1]].log = KEYS[N[q + 2]] end
-    q = q + 5
+    if lim.durability ~= NOT_DURABLE then
+      durable = durable or {}
+      durable[#durable + 1] = d
+    end
+    defs[d] = lim
+    p = p + bounds
   end
-  log_setup(itos(N[q + 1]), ARGV[N[q]], now)
+
+  local item_count = N[HEAD_ITEM_COUNT]
+  for i = 1, item_count do
+    local l = p + ITEM_SIZE + UNIT_SIZE * N[p + ITEM_UNIT_COUNT]
+    P[i], L[i] = p, l
+    if N[p + ITEM_DRY_RUN] == 0 then live = true end
+    local idem = N[p + ITEM_IDEMPOTENCY]
+    if idem > 0 then
+      strings[#strings + 1] = KEYS[idem]
+      ids = true
+    end
+    p = l + 1 + LIMIT_SIZE * N[l]
+  end
+  C.durable, C.item_count, C.live, C.ids = durable, item_count, live, ids
+
+  if N[p] and N[p] > 0 then
+    local LOGGED = {}
+    C.LOGGED = LOGGED
+    local q = p + 1
+    for _ = 1, N[p] do
+      local i = N[q + ENTRY_ITEM]
+      local entries = LOGGED[i]
+      if not entries then
+        entries = {}
+        LOGGED[i] = entries
+      end
+      entries[#entries + 1] = q
+      if N[q + ENTRY_POSITION] == 1 and N[P[i] + ITEM_LEASE] > 0 then
+        defs[N[L[i] + 1 + LIMIT_DEFINITION]].log = KEYS[N[q + ENTRY_STREAM]]
+      end
+      q = q + ENTRY_SIZE
+    end
+    log_setup(itos(N[q + TAIL_MAXLEN]), ARGV[N[q + TAIL_INSTANCE]], now)
+  end
+
+  if durable and defs[durable[1]].durability == REBUILT then
+    C.epoch_key = KEYS[#KEYS]
+    strings[#strings + 1] = C.epoch_key
+  end
+  prefetch(strings)
 end
-local rebuilt = durable and defs[durable[1]].durability == 2
-local epoch_key = rebuilt and KEYS[#KEYS]
-if epoch_key then strings[#strings + 1] = epoch_key end
-prefetch(strings)
 
 -- Request ids (see the header), before anything is decided or written. STORED[i]: the decision to replay;
--- DUP[i]: the earlier item of the call item i repeats; descriptor(i): item i's descriptor ('' = none). All
--- three only made when an item has a request id (a function is a closure made again on every call).
-local STORED, DUP, descriptor
-if ids then
-  descriptor = function(i)
-    local desc = N[P[i] + 2]
+-- DUP[i]: the earlier item of the call item i repeats; descriptor(i): item i's descriptor ('' = none). Returns
+-- the answer of a call that reuses an id with other parameters, else nil.
+local function request_ids()
+  local N, P, now, STORED, DUP = C.N, C.P, C.now, {}, {}
+  local function descriptor(i)
+    local desc = N[P[i] + ITEM_DESCRIPTOR]
     return desc > 0 and ARGV[desc] or ''
   end
-  STORED, DUP = {}, {}
+  C.STORED, C.DUP, C.descriptor = STORED, DUP, descriptor
   local first_of, reused, sub = {}, nil, string.sub
-  for i = 1, item_count do
-    local idem, dry = N[P[i] + 3], N[P[i] + 4] == 1
+  for i = 1, C.item_count do
+    local idem, dry = N[P[i] + ITEM_IDEMPOTENCY], N[P[i] + ITEM_DRY_RUN] == 1
     if idem > 0 then
-      local key, mine = KEYS[idem], sub(descriptor(i), -FINGERPRINT_DIGITS)
+      local key, mine = KEYS[idem], sub(descriptor(i), -FINGERPRINT_LENGTH)
       local first, same = first_of[key], true
       if first then
-        same, DUP[i] = sub(descriptor(first), -FINGERPRINT_DIGITS) == mine, first
+        same, DUP[i] = sub(descriptor(first), -FINGERPRINT_LENGTH) == mine, first
       else
         local stored = fetch(key)
-        if stored and now - tonumber(match(stored, '^(%d+)|')) < IDEMPOTENCY_TTL then
+        if stored and now - tonumber(match(stored, '^(%d+)|')) < IDEMPOTENCY_TTL_MS then
           local theirs = match(stored, '|(%x+)$')  -- nil: stored before fingerprints
           same, STORED[i] = theirs == mine or (theirs == nil and not dry), stored
         elseif not dry then
@@ -179,23 +185,21 @@ if ids then
         end
       end
       if not same then
-        reused = reused or {-3}
+        reused = reused or {REUSED}
         reused[#reused + 1] = i
       end
     end
   end
-  if reused then return {reused} end
+  return reused and {reused}
 end
 
--- Keys written for this call only (the sets of rebuilt logs only dry runs name), deleted before it returns.
-local lent = nil
-
--- Rebuilding lost durable counters: only a store with a seeder sends the epoch key (the functions of this
--- block are made only then: every function is a closure made again on each call).
-if epoch_key then
-  -- Write a rebuilt counter ("<ttl ms>|<state>") unless it exists: another call may have rebuilt it first.
-  -- Unless `keep` (an item that is not a dry run names it), the counter is only read: its state is kept in
-  -- FETCHED, where the fragments load it from, and a log's set (read with ZRANGE) is lent.
+-- Durable counters lost with Redis's data (a store with a seeder only). The rebuilt ones the caller sends
+-- ("<ttl ms>|<state>", seeds.py) are written unless they exist: another call may have rebuilt one first. Unless
+-- `keep` (an item that is not a dry run names it), a counter is only read: its state is kept in FETCHED, where the
+-- fragments load it from, and a log's set (read with ZRANGE) is lent. Then the epoch: returns the answer asking for
+-- the counters still missing, else nil.
+local function seeds()
+  local N, P, L, defs, durable, now, epoch_key = C.N, C.P, C.L, C.defs, C.durable, C.now, C.epoch_key
   local function seed_write(lim, text, keep)
     local ttl_ms, state = match(text, '^(%d+)|(.*)$')
     if state == '' or fetch(lim.key2 or lim.key) then return end
@@ -220,21 +224,26 @@ if epoch_key then
     if keep then
       call('SET', lim.key2, summary, 'PX', expiry)
     else
-      lent = lent or {}
-      lent[#lent + 1] = lim.key
+      C.lent = C.lent or {}
+      C.lent[#C.lent + 1] = lim.key
     end
   end
 
-  -- The definitions named by an item that is not a dry run: their seeds are written.
-  local function kept()
-    local named = {}
-    for i = 1, item_count do
-      if N[P[i] + 4] == 0 then
-        local l = L[i]
-        for j = 1, N[l] do named[N[l + 2 * j - 1]] = true end
+  local named = nil  -- the definitions named by an item that is not a dry run: their seeds are kept
+  for _, d in ipairs(durable) do
+    local lim = defs[d]
+    if lim.seed > 0 then
+      if not named then
+        named = {}
+        for i = 1, C.item_count do
+          local l = L[i]
+          if N[P[i] + ITEM_DRY_RUN] == 0 then
+            for at = l + 1, l + LIMIT_SIZE * N[l], LIMIT_SIZE do named[N[at + LIMIT_DEFINITION]] = true end
+          end
+        end
       end
+      seed_write(lim, ARGV[lim.seed], named[d])
     end
-    return named
   end
 
   -- The earliest time whose spending still shapes the counter now (durability.lookback_start): a bucket
@@ -248,26 +257,17 @@ if epoch_key then
     return now - 2 * (ceil_div(lim.cap * lim.per, lim.q) + (code == 'lb' and MAX_WAIT_MS or 0))
   end
 
-  local named = nil
-  for _, d in ipairs(durable) do
-    local lim = defs[d]
-    if lim.seed > 0 then
-      named = named or kept()
-      seed_write(lim, ARGV[lim.seed], named[d])
-    end
-  end
-
-  -- After a Redis data loss the epoch key is gone too: it is set again now, and a missing durable
-  -- counter whose look-back began before it may have forgotten what its records hold. (Resetting the
-  -- epoch after an outage decided elsewhere makes every counter of an open window be rebuilt once.)
-  -- A call of dry runs only reads: it takes now as the epoch without setting it, which asks for the same
-  -- counters, and the first call that writes sets it.
+  -- After a Redis data loss the epoch key is gone too: it is set again now, and a missing durable counter whose
+  -- look-back began before it may have forgotten what its records hold. (Resetting the epoch after an outage
+  -- decided elsewhere makes every counter of an open window be rebuilt once.) A call of dry runs only reads: it
+  -- takes now as the epoch without setting it, which asks for the same counters, and the first call that writes
+  -- sets it.
   local epoch = tonumber(fetch(epoch_key))
   if not epoch then
     epoch = now
-    if live then call('SET', epoch_key, itos(now), 'PX', EPOCH_TTL_MS) end
+    if C.live then call('SET', epoch_key, itos(now), 'PX', EPOCH_TTL_MS) end
   end
-  local missing = {-2, now}
+  local missing = {NEEDS_SEED, now}
   for _, d in ipairs(durable) do
     local lim = defs[d]
     if lim.seed == 0 then
@@ -278,45 +278,18 @@ if epoch_key then
       end
     end
   end
-  if #missing > 2 then
-    if lent then call('DEL', unpack(lent)) end
-    return {missing}
-  end
-end
-
--- Every function below is a closure created again on each call: helpers used once are inlined.
-local cache = {}
-local needs, need_keys = {}, {}
--- Whether an admitted check spent on a durable counter (lim.spent, lim.payer hold what and whose).
-local spent_any = false
--- Atomic batches: per item, its reports before it consumed (for a rollback).
-local BEFORE = atomic and {} or nil
-
--- Atomic batches: per key, the most the batch needs at once (earlier consuming items + this one). Made
--- for atomic calls only.
-local note_need
-if atomic then
-  note_need = function(consuming, lim, cost, wait)
-    if lim.shadow or cost == 0 then return end
-    local need = needs[lim.key]
-    if not need then
-      need = {lim = lim, running = 0, most = false}
-      needs[lim.key] = need
-      need_keys[#need_keys + 1] = lim.key
-    end
-    local most = need.running + cost
-    if lim.code == 'lb' then most = ALG.lb.need(lim, most, cost, wait) end
-    need.most = need.most and max(need.most, most) or most
-    if consuming then need.running = need.running + cost end
-  end
+  if #missing > 2 then return {missing} end
+  return nil
 end
 
 -- Decide item i into its result row (see the header); the row reports the state after the item
 -- when it consumed, before it otherwise. Atomic batches keep the reports before (BEFORE[i]) too,
 -- for a rollback. The row is made at its final size for up to 3 limits (growing it rehashes).
 local function decide(i)
-  local p, l = P[i], L[i]
-  local count, dry, lease = N[l], N[p + 4] == 1, N[p + 1]
+  local N, defs, cache, now, atomic = C.N, C.defs, C.cache, C.now, C.atomic
+  local p, l = C.P[i], C.L[i]
+  local count, dry, lease = N[l], N[p + ITEM_DRY_RUN] == 1, N[p + ITEM_LEASE]
+  local max_wait = N[p + ITEM_MAX_WAIT_MS]
   local row
   if count == 3 then
     row = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
@@ -327,7 +300,8 @@ local function decide(i)
   end
   local allowed, retry, never, shaped = true, 0, false, 0
   for j = 1, count do
-    local lim, cost = defs[N[l + 2 * j - 1]], N[l + 2 * j]
+    local at = l + 1 + LIMIT_SIZE * (j - 1)
+    local lim, cost = defs[N[at + LIMIT_DEFINITION]], N[at + LIMIT_COST]
     local alg, st = ALG[lim.code], cache[lim.key]
     if not st then
       st = alg.load(lim, now)
@@ -335,7 +309,7 @@ local function decide(i)
     end
     local ok, wait, delay = true, 0, nil
     -- Only a shaper reads the fifth argument (its max wait; a shadow one waits for nothing) and answers a delay.
-    if cost > 0 then ok, wait, delay = alg.eval(st, lim, now, cost, not lim.shadow and N[p + 6] or 0) end
+    if cost > 0 then ok, wait, delay = alg.eval(st, lim, now, cost, not lim.shadow and max_wait or 0) end
     if ok then
       row[3 * j + 2] = 0
       if delay and delay > shaped and not lim.shadow then shaped = delay end
@@ -346,66 +320,93 @@ local function decide(i)
         if wait < 0 then never = true elseif wait > retry then retry = wait end
       end
     end
-    if atomic then note_need(not dry and (lim.code ~= 'cc' or (j == 1 and lease > 0)), lim, cost, N[p + 6]) end
+    if atomic then C.note_need(not dry and (lim.code ~= 'cc' or (j == 1 and lease > 0)), lim, cost, max_wait) end
   end
   if never then retry = -1 end
   if allowed then row[2] = shaped else row[2], row[1] = retry, 0 end
   local consume = allowed and not dry
   if atomic or not consume then
     for j = 1, count do
-      local lim = defs[N[l + 2 * j - 1]]
+      local lim = defs[N[l + 1 + LIMIT_SIZE * (j - 1) + LIMIT_DEFINITION]]
       row[3 * j + 3], row[3 * j + 4] = ALG[lim.code].report(cache[lim.key], lim, now)
     end
     if consume then
       local before = {}
       for n = 5, 3 * count + 4 do before[n] = row[n] end
-      BEFORE[i] = before
+      C.BEFORE[i] = before
     end
   end
   if consume then
+    local ttl_ms = N[p + ITEM_LEASE_TTL_MS]
     for j = 1, count do
-      local d, cost = N[l + 2 * j - 1], N[l + 2 * j]
-      local lim = defs[d]
+      local at = l + 1 + LIMIT_SIZE * (j - 1)
+      local lim, cost = defs[N[at + LIMIT_DEFINITION]], N[at + LIMIT_COST]
       local alg, st = ALG[lim.code], cache[lim.key]
       local leased = lease > 0 and (j == 1 or lim.code == 'st')  -- session_time limits hold the lease too
       if cost > 0 and (row[3 * j + 2] == 0 or leased) then
-        alg.apply(st, lim, now, cost, leased and {lease = ARGV[lease], ttl = N[p + 5]} or nil)
+        alg.apply(st, lim, now, cost, leased and {lease = ARGV[lease], ttl = ttl_ms} or nil)
         st.lim = lim  -- the state is saved with the parameters of its last change, as in decide.py
-        if lim.durability > 0 then
+        if lim.durability ~= NOT_DURABLE then
           -- What the call spends on the counter, recorded once with the usage of its first spender.
-          if lim.spent == 0 then lim.payer = ARGV[N[p]] end
+          if lim.spent == 0 then lim.payer = ARGV[N[p + ITEM_USAGE]] end
           lim.spent = lim.spent + cost
-          spent_any = true
+          C.spent_any = true
         end
       end
       row[3 * j + 3], row[3 * j + 4] = alg.report(st, lim, now)
     end
-    if lease > 0 then row[4] = N[p + 5] > 0 and now + N[p + 5] or 9007199254740991 end  -- 0: an allocation
+    if lease > 0 then row[4] = ttl_ms > 0 and now + ttl_ms or HELD end  -- ttl 0: an allocation
   end
   return row
 end
 
--- Decide every item in order (replays and in-batch repeats take no part). out[i] is the item's
--- row, or {-1, stored} for a replay.
-local out = {}
-local rolled_back = false
-for i = 1, item_count do
-  if ids and DUP[i] then
-    out[i] = false
-  elseif ids and STORED[i] then
-    out[i] = {-1, STORED[i]}
-  else
-    local row = decide(i)
-    out[i] = row
-    if row[1] == 0 then rolled_back = atomic end
+-- Decide every item in order (replays and in-batch repeats take no part). out[i] is the item's row, {REPLAYED,
+-- stored} for a replay, false for a repeat (answer_repeats).
+local function evaluate()
+  local N, P, out, COUNTED, atomic, ids = C.N, C.P, C.out, C.COUNTED, C.atomic, C.ids
+  if atomic then
+    local needs, need_keys = C.needs, C.need_keys
+    C.note_need = function(consuming, lim, cost, wait)
+      if lim.shadow or cost == 0 then return end
+      local need = needs[lim.key]
+      if not need then
+        need = {lim = lim, running = 0, most = false}
+        needs[lim.key] = need
+        need_keys[#need_keys + 1] = lim.key
+      end
+      local most = need.running + cost
+      if lim.code == 'lb' then most = ALG.lb.need(lim, most, cost, wait) end
+      need.most = need.most and max(need.most, most) or most
+      if consuming then need.running = need.running + cost end
+    end
+  end
+  for i = 1, C.item_count do
+    if ids and C.DUP[i] then
+      out[i] = false
+    elseif ids and C.STORED[i] then
+      out[i] = {REPLAYED, C.STORED[i]}
+    else
+      local row = decide(i)
+      out[i] = row
+      if row[1] == 0 and atomic then C.rolled_back = true end
+      if N[P[i] + ITEM_DRY_RUN] == 0 then COUNTED[#COUNTED + 1] = i end
+    end
   end
 end
 
-if rolled_back then
-  -- Every item is rejected, with the earliest delay after which the whole batch would pass.
+-- Save every counter state that changed; or, for an atomic batch with a refused item, refuse every item with
+-- the earliest delay after which the whole batch would pass, reporting what it saw before, and save nothing.
+local function spend()
+  local now, out = C.now, C.out
+  if not C.rolled_back then
+    for _, st in pairs(C.cache) do
+      if st.dirty then ALG[st.lim.code].save(st, st.lim, now) end
+    end
+    return
+  end
   local retry_all = 0
-  for _, key in ipairs(need_keys) do
-    local need = needs[key]
+  for _, key in ipairs(C.need_keys) do
+    local need = C.needs[key]
     local alg = ALG[need.lim.code]
     local retry
     if need.lim.code == 'lb' then
@@ -419,64 +420,69 @@ if rolled_back then
     end
     retry_all = max(retry_all, retry)
   end
-  for i = 1, item_count do
+  for i = 1, C.item_count do
     local row = out[i]
-    if row and row[1] ~= -1 then
+    if row and row[1] ~= REPLAYED then
       row[1], row[2], row[4] = 0, retry_all, 0
-      local before = BEFORE[i]
+      local before = C.BEFORE[i]
       if before then
         for n = 5, #row do row[n] = before[n] end
       end
     end
   end
-else
-  for _, st in pairs(cache) do
-    if st.dirty then ALG[st.lim.code].save(st, st.lim, now) end
-  end
 end
 
--- Item i's log entries (see the header), once its outcome is final; how many decisions it logged. Made only
--- for a call that logs.
-local log_item
-if LOGGED then
-  log_item = function(i, row)
-    local p, l, logged = P[i], L[i], 0
-    local lease = N[p + 1]
-    for _, q in ipairs(LOGGED[i]) do
-      local j, stream, label = N[q + 1], KEYS[N[q + 2]], N[q + 3]
-      local lim, cost = defs[N[l + 2 * j - 1]], itos(N[l + 2 * j])
-      local code = lim.code
-      local window = code == 'fw' and itos(now - now % lim.per) or code == 'cal' and itos(lim.ws) or '0'
-      local function add(event, member, expires)
-        LOG.add(stream, 'e', event, 'c', ARGV[label], 'o', ARGV[label + 1], 'l', ARGV[label + 2],
-          'a', ARGV[label + 3], 'k', lim.key, 'n', cost, 'q', ARGV[label + 4], 'p', ARGV[label + 5],
-          'b', ARGV[label + 6], 'w', window, 'g', ARGV[label + 7], 'm', 'exact', 'i', LOG.instance,
-          's', member, 'x', expires)
+-- The log entries (see the header) of the items that log, their outcome final. Returns per item how many
+-- decisions it logged, or nil for a call that logs nothing.
+local function log_decisions()
+  local LOGGED = C.LOGGED
+  if not LOGGED then return nil end
+  local N, P, L, defs, out, now, logged = C.N, C.P, C.L, C.defs, C.out, C.now, {}
+  for _, i in ipairs(C.COUNTED) do
+    local entries = LOGGED[i]
+    if entries then
+      local row, p, l, count = out[i], P[i], L[i], 0
+      local lease = N[p + ITEM_LEASE]
+      for _, q in ipairs(entries) do
+        local j, stream, label = N[q + ENTRY_POSITION], KEYS[N[q + ENTRY_STREAM]], N[q + ENTRY_LABEL]
+        local at = l + 1 + LIMIT_SIZE * (j - 1)
+        local lim, cost = defs[N[at + LIMIT_DEFINITION]], itos(N[at + LIMIT_COST])
+        local code = lim.code
+        local window = code == 'fw' and itos(now - now % lim.per) or code == 'cal' and itos(lim.ws) or '0'
+        local function add(event, member, expires)
+          LOG.add(stream, 'e', event, 'c', ARGV[label + LABEL_CUSTOMER], 'o', ARGV[label + LABEL_OPERATION],
+            'l', ARGV[label + LABEL_LIMIT], 'a', ARGV[label + LABEL_ALGORITHM], 'k', lim.key, 'n', cost,
+            'q', ARGV[label + LABEL_QUANTITY], 'p', ARGV[label + LABEL_PERIOD_MS], 'b', ARGV[label + LABEL_BURST],
+            'w', window, 'g', ARGV[label + LABEL_SHADOW], 'm', 'exact', 'i', LOG.instance, 's', member, 'x', expires)
+        end
+        if N[q + ENTRY_AUDIT] == 1 then
+          count = count + 1
+          add(row[1] == 1 and 'allow' or 'deny', '', '0')
+        end
+        if j == 1 and lease > 0 and row[1] == 1 and row[4] > 0 then
+          add('acquire', match(ARGV[lease], '^[^\n]*'), itos(row[4]))
+        end
       end
-      if N[q + 4] == 1 then
-        logged = logged + 1
-        add(row[1] == 1 and 'allow' or 'deny', '', '0')
-      end
-      if j == 1 and lease > 0 and row[1] == 1 and row[4] > 0 then
-        add('acquire', match(ARGV[lease], '^[^\n]*'), itos(row[4]))
-      end
+      logged[i] = count
     end
-    return logged
   end
+  return logged
 end
 
--- Usage per usage base: TALLY[base] = {allowed, denied, shadow_denied, logged}, UNITS[base] = {['cost:<unit>'] =
--- amount} (made only for items with units), in order of first use; and the decisions to remember.
-local TALLY, UNITS, bases = {}, nil, {}
-for i = 1, item_count do
-  local row, p = out[i], P[i]
-  if not row then
-    row = {}
-    for n, value in ipairs(out[DUP[i]]) do row[n] = value end
-    row[3] = 1
-    out[i] = row
-  elseif row[1] ~= -1 and N[p + 4] == 0 then
-    local base = ARGV[N[p]]
+-- Usage, counted per usage base: TALLY[base] = {allowed, denied, shadow_denied, logged}, UNITS[base] =
+-- {['cost:<unit>'] = amount} (made only for items with units), the bases in order of first use; `logged`: per item
+-- how many decisions it logged (log_decisions). Written with one HINCRBY per usage field that moved. An amount of 1
+-- (the usual one) is passed as the string '1': a Lua number argument costs redis.call a float-to-text conversion
+-- (~2.4k instructions, a third of a HINCRBY). Records: what the call spent on each durable counter, with the usage
+-- of the counter's first spender, under "<counter key>|<bucket start>" (durability.record_bucket); a bucket's text
+-- is made once. Then one SADD per 1000 usage keys; when it added any, every usage key of the call gets its TTL
+-- again (a key indexed before keeps at least the TTL it had: they all end two days after this minute).
+local function usage(logged)
+  local N, P, L, defs, out, now = C.N, C.P, C.L, C.defs, C.out, C.now
+  local TALLY, UNITS, bases = {}, nil, {}
+  for _, i in ipairs(C.COUNTED) do
+    local row, p = out[i], P[i]
+    local base = ARGV[N[p + ITEM_USAGE]]
     local tally = TALLY[base]
     if not tally then
       tally = {0, 0, 0, 0}
@@ -489,12 +495,12 @@ for i = 1, item_count do
       tally[1] = tally[1] + 1
       local l = L[i]
       for j = 1, N[l] do
-        if row[3 * j + 2] == 1 and defs[N[l + 2 * j - 1]].shadow then
+        if row[3 * j + 2] == 1 and defs[N[l + 1 + LIMIT_SIZE * (j - 1) + LIMIT_DEFINITION]].shadow then
           tally[3] = tally[3] + 1
           break
         end
       end
-      local units = N[p + 7]
+      local units = N[p + ITEM_UNIT_COUNT]
       if units > 0 then
         UNITS = UNITS or {}
         local costs = UNITS[base]
@@ -502,73 +508,102 @@ for i = 1, item_count do
           costs = {}
           UNITS[base] = costs
         end
-        for u = p + 8, p + 6 + 2 * units, 2 do
-          local field = 'cost:' .. ARGV[N[u]]
-          costs[field] = (costs[field] or 0) + N[u + 1]
+        for u = p + ITEM_SIZE, p + ITEM_SIZE + UNIT_SIZE * (units - 1), UNIT_SIZE do
+          local field = 'cost:' .. ARGV[N[u + UNIT_NAME]]
+          costs[field] = (costs[field] or 0) + N[u + UNIT_COST]
         end
       end
     end
-    if LOGGED and LOGGED[i] then tally[4] = tally[4] + log_item(i, row) end
-    local idem = N[p + 3]
+    if logged and logged[i] then tally[4] = tally[4] + logged[i] end
+  end
+
+  local minute = itos(floor(now / 60000))
+  local usage_keys, key_of = {}, {}
+  for n, base in ipairs(bases) do
+    local key, tally = base .. minute, TALLY[base]
+    usage_keys[n], key_of[base] = key, key
+    local allowed, denied, shadow_denied = tally[1], tally[2], tally[3]
+    if allowed > 0 then call('HINCRBY', key, 'allowed', allowed == 1 and '1' or allowed) end
+    if denied > 0 then call('HINCRBY', key, 'denied', denied == 1 and '1' or denied) end
+    if shadow_denied > 0 then call('HINCRBY', key, 'shadow_denied', shadow_denied == 1 and '1' or shadow_denied) end
+    if tally[4] > 0 then call('HINCRBY', key, 'logged', itos(tally[4])) end
+    local costs = UNITS and UNITS[base]
+    if costs then
+      for field, amount in pairs(costs) do call('HINCRBY', key, field, amount) end
+    end
+  end
+
+  if C.spent_any and not C.rolled_back then
+    local bucket_texts, minute_start = {}, now - now % 60000
+    for _, d in ipairs(C.durable) do
+      local lim = defs[d]
+      local amount = lim.spent
+      if amount > 0 then
+        local code, start = lim.code, minute_start
+        if code == 'cal' then
+          start = lim.ws
+        elseif code == 'fw' or code == 'swc' then
+          start = now - now % lim.per
+        end
+        local text = bucket_texts[start]
+        if not text then
+          text = '|' .. itos(start)
+          bucket_texts[start] = text
+        end
+        call('HINCRBY', key_of[lim.payer], lim.key .. text, amount == 1 and '1' or amount)
+      end
+    end
+  end
+
+  local index = ARGV[3] .. minute
+  for first = 1, #usage_keys, 1000 do
+    local last = math.min(first + 999, #usage_keys)
+    if call('SADD', index, unpack(usage_keys, first, last)) > 0 then
+      for n = first, last do call('PEXPIRE', usage_keys[n], USAGE_TTL_MS) end
+      call('PEXPIRE', index, USAGE_TTL_MS)
+    end
+  end
+end
+
+-- Calls with request ids: an item repeating an earlier item's request id answers that item's row, marked replayed;
+-- each decision decided here is kept under its request id: "<now>|<the row, comma-separated>|<descriptor>".
+local function answer()
+  local N, P, out, DUP = C.N, C.P, C.out, C.DUP
+  for i = 1, C.item_count do
+    if not out[i] then
+      local row = {}
+      for n, value in ipairs(out[DUP[i]]) do row[n] = value end
+      row[3] = 1
+      out[i] = row
+    end
+  end
+  for _, i in ipairs(C.COUNTED) do
+    local idem = N[P[i] + ITEM_IDEMPOTENCY]
     if idem > 0 then
-      local fields = {}
+      local row, fields = out[i], {}
       for n = 1, #row do fields[n] = itos(row[n]) end
-      local stored = itos(now) .. '|' .. table.concat(fields, ',') .. '|' .. descriptor(i)
-      call('SET', KEYS[idem], stored, 'PX', ttl(IDEMPOTENCY_TTL))
+      local stored = itos(C.now) .. '|' .. table.concat(fields, ',') .. '|' .. C.descriptor(i)
+      call('SET', KEYS[idem], stored, 'PX', ttl(IDEMPOTENCY_TTL_MS))
     end
   end
 end
 
--- One HINCRBY per usage field that moved. An amount of 1 (the usual one) is passed as the string '1':
--- a Lua number argument costs redis.call a float-to-text conversion (~2.4k instructions, a third of a
--- HINCRBY). Records: what the call spent on each durable counter, with the usage of the counter's first
--- spender, under "<counter key>|<bucket start>" (durability.record_bucket); a bucket's text is made once.
-local minute = itos(floor(now / 60000))
-local usage_keys, key_of = {}, {}
-for n, base in ipairs(bases) do
-  local key, tally = base .. minute, TALLY[base]
-  usage_keys[n], key_of[base] = key, key
-  local allowed, denied, shadow_denied = tally[1], tally[2], tally[3]
-  if allowed > 0 then call('HINCRBY', key, 'allowed', allowed == 1 and '1' or allowed) end
-  if denied > 0 then call('HINCRBY', key, 'denied', denied == 1 and '1' or denied) end
-  if shadow_denied > 0 then call('HINCRBY', key, 'shadow_denied', shadow_denied == 1 and '1' or shadow_denied) end
-  if tally[4] > 0 then call('HINCRBY', key, 'logged', itos(tally[4])) end
-  local costs = UNITS and UNITS[base]
-  if costs then
-    for field, amount in pairs(costs) do call('HINCRBY', key, field, amount) end
+-- The main body: the phases in order (see the header).
+read_call()
+if C.ids then
+  local reused = request_ids()
+  if reused then return reused end
+end
+if C.epoch_key then
+  local missing = seeds()
+  if missing then
+    if C.lent then call('DEL', unpack(C.lent)) end
+    return missing
   end
 end
-if spent_any and not rolled_back then
-  local bucket_texts, minute_start = {}, now - now % 60000
-  for _, d in ipairs(durable) do
-    local lim = defs[d]
-    local amount = lim.spent
-    if amount > 0 then
-      local code, start = lim.code, minute_start
-      if code == 'cal' then
-        start = lim.ws
-      elseif code == 'fw' or code == 'swc' then
-        start = now - now % lim.per
-      end
-      local text = bucket_texts[start]
-      if not text then
-        text = '|' .. itos(start)
-        bucket_texts[start] = text
-      end
-      call('HINCRBY', key_of[lim.payer], lim.key .. text, amount == 1 and '1' or amount)
-    end
-  end
-end
-
--- One SADD per 1000 usage keys; when it added any, every usage key of the call gets its TTL again
--- (a key indexed before keeps at least the TTL it had: they all end two days after this minute).
-local index = index_base .. minute
-for first = 1, #usage_keys, 1000 do
-  local last = math.min(first + 999, #usage_keys)
-  if call('SADD', index, unpack(usage_keys, first, last)) > 0 then
-    for n = first, last do call('PEXPIRE', usage_keys[n], USAGE_TTL_MS) end
-    call('PEXPIRE', index, USAGE_TTL_MS)
-  end
-end
-if lent then call('DEL', unpack(lent)) end
-return out
+evaluate()
+spend()
+usage(log_decisions())
+if C.ids then answer() end
+if C.lent then call('DEL', unpack(C.lent)) end
+return C.out

@@ -12,13 +12,12 @@ missing, the script answers "needs seed" without deciding; the seeder reads the 
 rebuilt states, which the script writes back. That second round trip happens once per counter after a
 loss, never otherwise.
 
-Every number of a call travels in one argument, packed as little-endian doubles (exact, all below 2**53): one
-struct.unpack costs ~15 ns a number where text cost ~200 ns. store/args.py builds and documents KEYS and ARGV.
+store/args.py builds KEYS and ARGV (their fields: check_fields.py), store/assembly.py the script; a Redis error in
+the script names the .lua file and line it came from.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,13 +31,15 @@ from apps.engine.durability import History
 from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.name_budget import RedisNameBudget
-from apps.engine.registry import ALGORITHM_CODES, ALGORITHMS
-from apps.engine.store.args import ALGORITHM_NUMBERS, NEEDS_SEED, REUSED, encode
+from apps.engine.store.args import encode
+from apps.engine.store.assembly import assemble, locate
 from apps.engine.store.base import UsageRow, usage_row
+from apps.engine.store.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.decide import Outcome
+from apps.engine.store.operator_tools import RedisOperatorTools, _text
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.store.seeds import seed_text
-from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases, lua
+from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
 from apps.engine.store.stored_decisions import row_decision, stored_outcome
 from apps.engine.types import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, SeedRequest
 
@@ -47,29 +48,11 @@ Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
 MAX_SEED_CALLS = 3
 
 
-def _check_script(body: str = "check.lua") -> str:
-    """lib.lua, CODES, define(code) running each algorithm's fragments on first use, then check.lua (or `body`).
-
-    One define() with a branch per algorithm, rather than a function per algorithm: every function
-    in the script is a closure created again on every call (~0.1 µs each on this machine).
-    """
-    codes = ", ".join(f"'{ALGORITHM_CODES[name]}'" for name in ALGORITHM_NUMBERS)
-    branches = "\nelse".join(
-        f"if code == '{algorithm.code}' then\n{lua(*algorithm.fragments)}\n" for algorithm in ALGORITHMS.values()
-    )
-    define = f"define = function(code)\n{branches}\nend\nend"
-    return "\n".join([lua("lib.lua"), f"local CODES = {{{codes}}}", define, lua(body)])
+CHECK = assemble("check.lua")
+CHECK_SCRIPT = CHECK.text
 
 
-CHECK_SCRIPT = _check_script()
-
-
-def _text(value: bytes | str) -> str:
-    # surrogateescape: a key that is not UTF-8 still reads, and the flush quarantines its row alone.
-    return value.decode(errors="surrogateescape") if isinstance(value, bytes) else value
-
-
-class RedisStore:
+class RedisStore(RedisOperatorTools):
     """A Store on Redis. key_prefix: starts every key written; clock: None = Redis server time."""
 
     def __init__(
@@ -170,40 +153,6 @@ class RedisStore:
         keys = [_text(key) for key in self._client.smembers(index)]
         self._client.delete(index, *keys)
 
-    # Operator tools (admin usage page, unblock): SCAN and plain commands, never on the hot path.
-
-    @property
-    def key_prefix(self) -> str:
-        return self._layout.prefix
-
-    def counter_keys(self, head: str) -> list[str]:
-        """The keys that start with `head`, sorted."""
-        pattern = re.sub(r"([\\*?\[\]])", r"\\\1", head) + "*"
-        return sorted(_text(key) for key in self._client.scan_iter(match=pattern, count=1000))
-
-    def counters_delete(self, keys: Sequence[str]) -> int:
-        """Delete `keys`; how many existed."""
-        return int(self._client.delete(*keys)) if keys else 0
-
-    def counters_forget(self, counters: Sequence[str]) -> None:
-        """Delete `counters` (keys without the prefix) and start a new epoch, in one transaction: each durable
-        counter is rebuilt from its records when next needed (after spending that Redis did not see)."""
-        keys = [key for counter in counters for key in self._layout.keys_of_counter(counter)]
-        pipe = self._client.pipeline(transaction=True)
-        if keys:
-            pipe.delete(*keys)
-        pipe.delete(self._layout.epoch_key())
-        pipe.execute()
-
-    def leases_live(self, keys: Sequence[str]) -> int:
-        """Unexpired leases in the concurrency counters `keys`."""
-        seconds, micros = self._client.time() if self._clock is None else divmod(self._clock.now_ms() * 1000, 10**6)
-        now = int(seconds) * 1000 + int(micros) // 1000
-        pipe = self._client.pipeline(transaction=False)
-        for key in keys:
-            pipe.zcount(key, f"({now}", "+inf")
-        return sum(int(count) for count in pipe.execute())
-
     def responsive(self, node: str | None = None) -> bool:
         """Does Redis answer a PING (within the client's timeout)? node: ignored here (one Redis)."""
         return bool(self._client.ping())
@@ -236,12 +185,14 @@ class RedisStore:
     def _eval(self, client: redis.Redis, keys: list[str], args: list[Any]) -> list[list[Any]]:
         """check.lua with its deadline (deadline.py): past it, Redis writes nothing and this raises DeadlinePassed."""
         try:
-            rows: list[list[Any]] = client.evalsha(self._check.sha, len(keys), *keys, *args, deadline_arg(client))
-        except NoScriptError:
-            # Redis restarted or SCRIPT FLUSH: load once more and retry (what redis-py's Script does).
-            rows = self._check(keys=keys, args=args, client=client)
+            try:
+                rows: list[list[Any]] = client.evalsha(self._check.sha, len(keys), *keys, *args, deadline_arg(client))
+            except NoScriptError:
+                # Redis restarted or SCRIPT FLUSH: load once more and retry (what redis-py's Script does).
+                rows = self._check(keys=keys, args=args, client=client)
         except ResponseError as error:
             raise_if_deadline(error)
+            locate(error, CHECK)
             raise
         return rows
 

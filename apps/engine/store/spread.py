@@ -16,8 +16,9 @@ from typing import Any
 
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS
 from apps.engine.store.args import item_descriptor
+from apps.engine.store.assembly import assemble
+from apps.engine.store.operator_tools import _text
 from apps.engine.store.plan import ItemPlan
-from apps.engine.store.redis import _check_script, _text
 from apps.engine.store.slots import (
     CrossSlotCheck,
     as_dry_run,
@@ -30,7 +31,7 @@ from apps.engine.store.slots import (
 )
 from apps.engine.types import IdempotencyKeyReused
 
-REFUND_SCRIPT = _check_script("refund.lua")
+REFUND_SCRIPT = assemble("refund.lua").text
 
 
 class SpreadChecks:
