@@ -35,7 +35,7 @@
 --     item was admitted, else "deny": an item refused spent nothing on any of its limits) to the stream (XADD
 --     MAXLEN ~ <maxlen>) and adds 1 to its usage's "logged"; at position 1 of an item whose lease was granted,
 --     "acquire" is written (audited or not), and the leases the set drops as expired are written as "expire"
---     (concurrency.lua). Fields: apps/engine/decision_log.py.
+--     (the lease set's fragment). Fields: apps/engine/decision_log.py.
 -- Request ids, checked before anything is decided or written: a decision stored less than 10 minutes ago
 -- (by the script's clock) with the item's fingerprint is replayed, and an item repeating an earlier item's
 -- id and fingerprint in the call replays that item. An id stored or repeated with another fingerprint (a
@@ -84,7 +84,7 @@ local C = {
 -- Items are not tables: item i's fields are at N[P[i] + ITEM_*], its units follow (UNIT_*), then its limit count
 -- at N[L[i]] and its limits (LIMIT_*).
 -- The log section, when the call has one: LOGGED[i] = the positions in N of item i's entries (ENTRY_*). A leased
--- concurrency definition knows its stream (lim.log), where concurrency.lua logs the leases it drops as expired.
+-- concurrency definition knows its stream (lim.log), where the lease set's fragment logs the leases it drops as expired.
 local function read_call()
   local now, N = read_now(ARGV[1]), cjson.decode(ARGV[4])
   C.now, C.atomic, C.N = now, ARGV[2] == ATOMIC, N

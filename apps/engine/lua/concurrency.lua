@@ -13,6 +13,13 @@
 -- booked as session time, and keeps its set and record ALLOCATION_TTL_MS after their last change (keys.py). A
 -- slot held by an allocation frees only on release: eval answers -1 (never) when that is what it waits for.
 ALG.cc = {}
+-- A renew or release of lease `member` on the set `key` (operation: from its record, '' without), logged by
+-- lease_renew.lua and lease_release.lua once log_setup (lib.lua) has defined LOG's writers.
+function LOG.lease(stream, event, key, member, expires, operation)
+  LOG.add(stream, 'e', event, 'c', LOG.unb64(match(member, '^[^.]*')), 'o', operation,
+    'l', LOG.unquote(match(key, '}:cc:([^:]*)') or ''), 'a', 'concurrency', 'k', key, 's', member, 'x', itos(expires),
+    'm', 'exact', 'i', LOG.instance)
+end
 local USAGE_KEEP_MS = 172800000  -- as check.lua's USAGE_TTL_MS, counted from the end of the booked minute
 local FOREVER = 9007199254740991  -- reference/concurrency.FOREVER (2^53 - 1, exact as a double)
 local FOREVER_TEXT = '9007199254740991'

@@ -62,8 +62,8 @@ local function ceil_div(a, b)
   return q
 end
 
--- "<window start ms>:<used>", shared by fixed_window.lua and calendar.lua (a lost counter is written back
--- by check.lua's seeds before it is loaded, or only put in FETCHED when dry runs alone read it).
+-- "<window start ms>:<used>", shared by the window fragments (a fixed window and a calendar one; a lost counter is
+-- written back by check.lua's seeds before it is loaded, or only put in FETCHED when dry runs alone read it).
 local function window_load(lim, start)
   local st = {start = start, used = 0, lim = lim, dirty = false}  -- every field: growing it rehashes
   local raw = fetch(lim.key)
@@ -112,14 +112,9 @@ local function log_setup(cap, instance, now)
     end
   end
   -- The operation of a usage base "<prefix>:u:{<tag>}:<operation>:[s=<service>:][k=<key>:]" (keys.py).
+  LOG.unquote, LOG.unb64 = unquote, unb64  -- for the fragments' own entries (the lease set's LOG.lease)
   function LOG.operation(usage_base)
     return unquote(match(usage_base, '}:([^:]*):') or '')
-  end
-  -- A renew or release of lease `member` on concurrency set `key` (operation: from its record, '' without).
-  function LOG.lease(stream, event, key, member, expires, operation)
-    LOG.add(stream, 'e', event, 'c', unb64(match(member, '^[^.]*')), 'o', operation,
-      'l', unquote(match(key, '}:cc:([^:]*)') or ''), 'a', 'concurrency', 'k', key, 's', member, 'x', itos(expires),
-      'm', 'exact', 'i', LOG.instance)
   end
   -- An expired lease noticed as it is removed from the set.
   function LOG.expire(stream, key, member, expires)

@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from apps.engine.registry import ALGORITHMS
 from apps.engine.store.args import ALGORITHM_NUMBERS
 from apps.engine.store.check_fields import (
     STRING_OFFSET,
@@ -29,7 +30,6 @@ from apps.engine.store.check_fields import (
 )
 
 ALGORITHM_NAMES = {number: name for name, number in ALGORITHM_NUMBERS.items()}
-TWO_KEYS = ("sliding_log",)  # a definition whose counter has two consecutive keys (the log and its sum)
 _MONITOR = re.compile(r"^\d+\.\d+ \[[^\]]*\] (.*)$")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "a": b"\a", "b": b"\b", '"': b'"', "\\": b"\\"}
@@ -126,7 +126,8 @@ class _Reader:
     def definition(self, number: int) -> DefinitionRead:
         fields = Definition(*self.take(len(Definition._fields)))
         algorithm = ALGORITHM_NAMES.get(fields.algorithm, f"<algorithm {fields.algorithm}>")
-        width = 2 if algorithm in TWO_KEYS else 1
+        entry = ALGORITHMS.get(algorithm)
+        width = 1 + len(entry.extra_keys) if entry is not None else 1  # a log's running sum is a second key
         keys = self.keys[fields.key - 1 : fields.key - 1 + width]
         seed = self.string(fields.seed) if fields.seed else None
         return DefinitionRead(number, fields, algorithm, keys, seed, self.take(fields.bound_count))
