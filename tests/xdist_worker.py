@@ -1,4 +1,4 @@
-"""What a pytest-xdist worker (`make test` runs several) must not share with the others: Redis and VAR_DIR.
+"""pytest-xdist (`make test` runs several workers): what a worker must not share, and which tests go together.
 
 Each worker gets a throwaway redis-server of its own and a VAR_DIR in a temporary folder, put in the
 environment before Django reads its settings. pytest-django reads them before any conftest.py is imported,
@@ -10,7 +10,10 @@ code under test uses the fixed prefixes of the settings (QUOTA_KEY_PREFIX, the c
 embedded Celery broker, the configuration snapshot and the toggles' last-known-good file live there.
 
 Subprocesses started by tests (gunicorn, Celery) get these too, through the environment or the fixtures.
-Without xdist (`make test PYTEST_ARGS=-n0`) this plugin does nothing.
+
+Under `--dist loadgroup`, tests sharing a costly fixture wider than one test go to one worker, which sets it up
+once, as a single process would: a module's or package's own fixtures (a live platform, seconds of traffic), and
+the browser tests' server. Without xdist (`make test PYTEST_ARGS=-n0`) this plugin does nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ import tempfile
 import pytest
 
 from tests.servers import MissingBinary, RedisServer
+
+# Session fixtures that one worker should start for all their tests (others, such as the local Redis Cluster,
+# start in about 2 s and are cheaper to start on every worker than to serialize their tests).
+SHARED_SESSION_FIXTURES = ("browser_server",)
 
 _started: list[RedisServer] = []
 _folders: list[str] = []
@@ -54,3 +61,29 @@ def pytest_unconfigure() -> None:
         server.cleanup()
     for folder in _folders:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = _shared_fixture_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _shared_fixture_group(item: pytest.Item) -> str | None:
+    """The one group of `item`: its shared session fixture, else its package's fixture, else its module."""
+    # _fixtureinfo is pytest's own record of the fixtures an item uses, the one `--setup-plan` prints.
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    scopes = {name: defs[-1] for name, defs in info.name2fixturedefs.items() if defs}
+    shared = [name for name in SHARED_SESSION_FIXTURES if name in scopes]
+    if shared:
+        return shared[0]
+    packages = sorted(f"{d.baseid}::{name}" for name, d in scopes.items() if d.scope == "package")
+    if packages:
+        return packages[0]
+    if any(d.scope == "module" for d in scopes.values()):
+        return item.nodeid.split("::", 1)[0]
+    return None

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
@@ -59,12 +58,3 @@ def page(browser: Browser) -> Iterator[Page]:
 def operator(transactional_db) -> User:
     """A superuser: what an operator may do, the admin lets them do."""
     return staff_user_create("operator", OPERATOR_PASSWORD, superuser=True)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under xdist (`--dist loadgroup`), every browser test to one worker: they share its session's server."""
-    here = Path(__file__).parent
-    for item in items:
-        if item.path.is_relative_to(here):
-            item.add_marker(pytest.mark.xdist_group("browser"))
