@@ -63,12 +63,28 @@ def pytest_unconfigure() -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not getattr(config.option, "loadgroup", False):  # set by xdist in its workers under --dist loadgroup
+        return
     for item in items:
         group = _shared_fixture_group(item)
         if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+            _join_group(item, group)
+
+
+def _join_group(item: pytest.Item, group: str) -> None:
+    """What an `xdist_group(group)` mark would do: loadgroup reads a test's group from a `@group` suffix of its
+    node id. pytest-xdist 3.8 writes that suffix into an attribute pytest 9.2 no longer reads, so marks group
+    nothing (pytest-dev/pytest-xdist#1386, fix open); written here where pytest 9.2 keeps the id. Drop this
+    for a mark once xdist's fix is released."""
+    nodeid = f"{item.nodeid}@{group}"
+    if hasattr(item, "_id"):
+        from _pytest.nodeid import NodeId
+
+        item._id = NodeId.parse(nodeid)
+    else:
+        item._nodeid = nodeid
 
 
 def _shared_fixture_group(item: pytest.Item) -> str | None:
