@@ -20,6 +20,15 @@ hypothesis.settings.load_profile("suite")
 pytest_plugins = ["tests.api_fixtures", "tests.fixtures_cluster", "tests.slow_report"]
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker) -> None:  # type: ignore[no-untyped-def]
+    """pytest-django's test database, whose migrated rows tests/support/database.py puts back after a flush."""
+    from tests.support.database import migration_rows_remember
+
+    with django_db_blocker.unblock():
+        migration_rows_remember()
+
+
 @pytest.fixture(autouse=True)
 def _test_settings(settings) -> None:  # type: ignore[no-untyped-def]
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -13,7 +13,9 @@ Subprocesses started by tests (gunicorn, Celery) get these too, through the envi
 
 Under `--dist loadgroup`, tests sharing a costly fixture wider than one test go to one worker, which sets it up
 once, as a single process would: a module's or package's own fixtures (a live platform, seconds of traffic), and
-the browser tests' server. Those groups run last. Without xdist (`make test PYTEST_ARGS=-n0`) this plugin does nothing.
+the browser tests' server. xdist hands out the largest groups first, so a worker may run a platform's tests
+(which commit rows, then flush) before tests that read the migrations' rows: see tests/support/database.py.
+Without xdist (`make test PYTEST_ARGS=-n0`) this plugin does nothing.
 """
 
 from __future__ import annotations
@@ -67,16 +69,10 @@ def pytest_unconfigure() -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not getattr(config.option, "loadgroup", False):  # set by xdist in its workers under --dist loadgroup
         return
-    grouped = set()
     for item in items:
         group = _shared_fixture_group(item)
         if group:
             _join_group(item, group)
-            grouped.add(item)
-    # Grouped tests last, after pytest-django's order (tests in a rolled-back transaction, then transactional
-    # ones). Their fixtures share servers, so they commit rows and flush the database afterwards: run earlier,
-    # they left rows to later tests and removed the data migrations' rows (the roles) that those tests read.
-    items.sort(key=lambda item: item in grouped)
 
 
 def _join_group(item: pytest.Item, group: str) -> None:
