@@ -32,7 +32,7 @@ run: install .env ## Serve the platform on embedded defaults (API, admin, worker
 	$(BIN)/python manage.py run_platform
 
 test: install ## Run the whole suite against real PostgreSQL and Redis, in TEST_WORKERS processes
-	$(BIN)/python tests/testenv.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python tests/testenv.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: install ## ruff check and format check, mypy over apps/ and quota_platform/ (strict on the engine and the SDK)
 	$(BIN)/ruff check .

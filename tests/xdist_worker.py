@@ -13,8 +13,10 @@ Subprocesses started by tests (gunicorn, Celery) get these too, through the envi
 
 Under `--dist loadgroup`, tests sharing a costly fixture wider than one test go to one worker, which sets it up
 once, as a single process would: a module's or package's own fixtures (a live platform, seconds of traffic), and
-the browser tests' server. xdist hands out the largest groups first, so a worker may run a platform's tests
-(which commit rows, then flush) before tests that read the migrations' rows: see tests/support/database.py.
+the browser tests' server. The Makefile adds `--no-loadscope-reorder`: xdist then hands tests out in pytest-django's
+order (tests in a rolled-back transaction, then transactional ones, then the rest), where it would otherwise
+hand out the largest groups first, and transactional tests and platforms flushed the database before the tests
+that read the migrations' rows (tests/support/database.py).
 Without xdist (`make test PYTEST_ARGS=-n0`) this plugin does nothing.
 """
 
