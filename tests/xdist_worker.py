@@ -97,13 +97,13 @@ def _shared_fixture_group(item: pytest.Item) -> str | None:
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return None
-    scopes = {name: defs[-1] for name, defs in info.name2fixturedefs.items() if defs}
-    shared = [name for name in SHARED_SESSION_FIXTURES if name in scopes]
+    fixtures = {name: defs[-1] for name, defs in info.name2fixturedefs.items() if defs}  # the one that applies
+    shared = [name for name in SHARED_SESSION_FIXTURES if name in fixtures]
     if shared:
         return shared[0]
-    packages = sorted(f"{d.baseid}::{name}" for name, d in scopes.items() if d.scope == "package")
+    packages = sorted(f"{fixture.baseid}::{name}" for name, fixture in fixtures.items() if fixture.scope == "package")
     if packages:
         return packages[0]
-    if any(d.scope == "module" for d in scopes.values()):
+    if any(fixture.scope == "module" for fixture in fixtures.values()):
         return item.nodeid.split("::", 1)[0]
     return None
