@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist). Most tests wait on real servers and subprocesses, so more workers than cores
+# pay: README's "Running the tests" has the measurements. PYTEST_ARGS=-n0 runs the suite in one process.
+TEST_WORKERS ?= 3
 # mypy's Django plugin imports the settings: read no .env, and DEBUG on so they need no SECRET_KEY.
 MYPY := ENV_FILE= DEBUG=true $(BIN)/mypy
 
@@ -28,8 +31,8 @@ install: $(BIN)/.installed ## Create .venv and install everything
 run: install .env ## Serve the platform on embedded defaults (API, admin, worker, beat)
 	$(BIN)/python manage.py run_platform
 
-test: install ## Run the whole suite against real PostgreSQL and Redis
-	$(BIN)/python tests/testenv.py $(BIN)/python -m pytest $(PYTEST_ARGS)
+test: install ## Run the whole suite against real PostgreSQL and Redis, in TEST_WORKERS processes
+	$(BIN)/python tests/testenv.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: install ## ruff check and format check, mypy over apps/ and quota_platform/ (strict on the engine and the SDK)
 	$(BIN)/ruff check .

@@ -7,10 +7,26 @@ import os
 import uuid
 from collections.abc import Iterator
 
+import hypothesis
 import pytest
 import redis
+from hypothesis import HealthCheck
 
-pytest_plugins = ["tests.api_fixtures", "tests.fixtures_cluster"]
+# Hypothesis's per-example deadline and its too-slow health check time the machine, not the code: on a busy
+# machine (the suite runs in parallel workers, next to other jobs) they failed tests whose property held.
+hypothesis.settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis.settings.load_profile("suite")
+
+pytest_plugins = ["tests.api_fixtures", "tests.fixtures_cluster", "tests.slow_report"]
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker) -> None:  # type: ignore[no-untyped-def]
+    """pytest-django's test database, whose migrated rows tests/support/database.py puts back after a flush."""
+    from tests.support.database import migration_rows_remember
+
+    with django_db_blocker.unblock():
+        migration_rows_remember()
 
 
 @pytest.fixture(autouse=True)

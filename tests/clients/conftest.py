@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pytest
 import redis
 
+from tests.support.database import database_flush
 from tests.support.live_server import LiveServer
 
 PLATFORM_YAML = """
@@ -69,8 +70,6 @@ class Platform:
 
 @pytest.fixture(scope="package")
 def platform(django_db_setup, django_db_blocker, redis_url, tmp_path_factory) -> Iterator[Platform]:
-    from django.core.management import call_command
-
     from apps.apikeys.models import Service
     from apps.apikeys.services import api_key_create
     from apps.customers.models import Customer
@@ -94,7 +93,7 @@ def platform(django_db_setup, django_db_blocker, redis_url, tmp_path_factory) ->
             yield Platform(server.url, service_key, tenant_key, redis_url, key_prefix)
     finally:
         with django_db_blocker.unblock():
-            call_command("flush", interactive=False, verbosity=0)
+            database_flush()
         client = redis.Redis.from_url(redis_url)
         keys = list(client.scan_iter(match=f"{key_prefix}*", count=1000))
         if keys:

@@ -18,6 +18,7 @@ from django.core.management import call_command
 from apps.quality.synthetic import Generator, Scenario, TrafficRecord
 from apps.quality.synthetic.scenario import AGGRESSIVE_PLAN, OPENINGS_LIMIT
 from tests.quality.synthetic.live import SyntheticPlatform, synthetic_configure, synthetic_platform
+from tests.support.database import database_flush
 
 # django_db: pytest-django makes the test database only when a collected test asks for it.
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
@@ -34,7 +35,7 @@ def platform(django_db_setup, django_db_blocker, redis_url, tmp_path_factory) ->
             yield started
     finally:
         with django_db_blocker.unblock():
-            call_command("flush", interactive=False, verbosity=0)
+            database_flush()
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.cluster_server import RedisClusterServer, node_client
+from tests.support.database import database_flush
 from tests.support.live_server import LiveServer
 
 LIMIT_SHARED = 40  # per customer per hour: the two-process race
@@ -127,7 +128,6 @@ def _delete_keys(cluster: RedisClusterServer, prefix: str) -> None:
 def cluster_platform(
     django_db_setup, django_db_blocker, redis_url, redis_cluster, tmp_path_factory
 ) -> Iterator[ClusterPlatform]:
-    from django.core.management import call_command
 
     from apps.apikeys.models import Service
     from apps.apikeys.services import api_key_create
@@ -154,6 +154,6 @@ def cluster_platform(
             yield ClusterPlatform((a.url, b.url), service_key, key_prefix, redis_cluster)
     finally:
         with django_db_blocker.unblock():
-            call_command("flush", interactive=False, verbosity=0)
+            database_flush()
         redis_cluster.heal()
         _delete_keys(redis_cluster, key_prefix)

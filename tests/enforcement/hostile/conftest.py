@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from tests.servers import free_port
+from tests.support.database import database_flush
 from tests.support.live_server import LiveServer
 
 CONFIG_YAML = """
@@ -52,7 +53,6 @@ class Platform:
 @pytest.fixture(scope="module")
 def configured(django_db_setup, django_db_blocker) -> Iterator[str]:
     """The configuration, committed (the server is another process); the database is flushed afterwards."""
-    from django.core.management import call_command
 
     from apps.apikeys.models import Service
     from apps.apikeys.services import api_key_create
@@ -63,7 +63,7 @@ def configured(django_db_setup, django_db_blocker) -> Iterator[str]:
         key = api_key_create(service=Service.objects.get(name="hostile-tests")).secret
     yield key
     with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
+        database_flush()
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.servers import RedisServer
+from tests.support.database import database_flush
 from tests.support.live_server import LiveServer
 
 # About 2x offered at ~1,000 checks/s: the limit lasts ~2 s of a window, far longer than the lag, so the bound
@@ -68,8 +69,6 @@ class HybridPlatform:
 
 @pytest.fixture(scope="package")
 def hybrid_platform(django_db_setup, django_db_blocker, redis_url, tmp_path_factory) -> Iterator[HybridPlatform]:
-    from django.core.management import call_command
-
     from apps.apikeys.models import Service
     from apps.apikeys.services import api_key_create
     from apps.limits.config_io import config_import, config_yaml_load
@@ -97,7 +96,7 @@ def hybrid_platform(django_db_setup, django_db_blocker, redis_url, tmp_path_fact
             yield HybridPlatform((a, b), service_key, key_prefix, counters)
     finally:
         with django_db_blocker.unblock():
-            call_command("flush", interactive=False, verbosity=0)
+            database_flush()
         counters.cleanup()
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from apps.quality.synthetic import Scenario
 from tests.quality.synthetic.live import SyntheticPlatform, synthetic_configure, synthetic_platform
+from tests.support.database import database_flush
 
 # Short and small: a 2-core machine shared with other work. Long enough for the aggressive users to reach
 # both their concurrency limit and their openings-per-window limit (about 8 openings/s against 20 per 5 s).
@@ -18,8 +19,6 @@ COMMAND = Scenario(seed=12, duration_s=2, common=2, aggressive=1, prefix="cmd")
 
 @pytest.fixture(scope="package")
 def platform(django_db_setup, django_db_blocker, redis_url, tmp_path_factory) -> Iterator[SyntheticPlatform]:
-    from django.core.management import call_command
-
     try:
         with django_db_blocker.unblock():
             api_key = synthetic_configure([LIVE, COMMAND])
@@ -27,4 +26,4 @@ def platform(django_db_setup, django_db_blocker, redis_url, tmp_path_factory) ->
             yield started
     finally:
         with django_db_blocker.unblock():
-            call_command("flush", interactive=False, verbosity=0)
+            database_flush()

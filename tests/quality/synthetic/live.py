@@ -19,8 +19,10 @@ from apps.quality.synthetic import Scenario
 from apps.quality.synthetic.setup import synthetic_setup
 from tests.support.live_server import LiveServer
 
-# No background writes to the test database behind the tests' back.
-QUIET_ENV = {"QUOTA_BOOKKEEPING_FLUSH_S": "0", "QUOTA_HEARTBEAT_S": "0"}
+# No background writes to the test database behind the tests' back. No Redis timeouts either: these tests are about
+# limits held, and on a busy machine (parallel test workers) a Redis answer past the 50 ms default made the platform
+# refuse leases as "counter store unreachable".
+QUIET_ENV = {"QUOTA_BOOKKEEPING_FLUSH_S": "0", "QUOTA_HEARTBEAT_S": "0", "QUOTA_REDIS_TIMEOUT_MS": "2000"}
 
 
 @dataclass(frozen=True)
