@@ -32,7 +32,7 @@ def test_the_usage_page_draws_the_session_time_of_an_operation(browser_server, p
     section = page.locator('section[data-operation="OpenSession"]')
     chart = section.locator(".session-time-chart svg.usage-chart")
     chart.wait_for()
-    line = chart.locator('polyline[data-series="session_time"]')
+    line = chart.locator('polyline[data-series="session_ms"]')
     assert line.get_attribute("data-total") == "117.5"
     # Drawn, not just present: laid out at full width, and the line rises to 60 s and falls back.
     assert chart.bounding_box()["width"] > 300
