@@ -22,14 +22,27 @@ OPERATIONS = ("PutRecords", "ModifyShardCount")
 # The largest count a spreadsheet holds exactly; stored counts stay below it.
 BIGGEST_COUNT = 2**53 - 1
 FACTORY_BY_GRANULARITY = {"minute": UsageMinuteFactory, "hour": UsageHourFactory, "day": UsageDayFactory}
-# Every format's columns, in this order; the test states them rather than reading COLUMNS from the code.
+# Every format's columns, in this order: the one place the tests state the export format (they do not read
+# USAGE_COLUMNS from the code). A column added to the exports is added here, and the readers below follow by name.
 COUNTS = ("allowed", "denied", "shadow_denied", "degraded", "rule_denied", "unavailable")
 # Session time comes after costs, then the calling service and key: the columns before each keep the positions they
 # had without it.
 HEADER = ("customer", "operation", "bucket", *COUNTS, "costs", "session_ms", "service", "api_key")
+# How a cell reads back: the rest are text (an empty text cell of XLSX reads back as None, i.e. "").
+WHOLE_NUMBERS = frozenset({*COUNTS, "session_ms"})
+JSON_TEXT = frozenset({"costs"})
+# The set's one would-be formula is a service name ('=billing'): its CSV cell is read back without the defusing quote.
+DEFUSED = frozenset({"service"})
 # Calling services (and their key prefixes): none, plain ones, and one a spreadsheet would run as a formula.
 CALLERS = (("", ""), ("ingest", "qp_ab12cd34"), ("=billing", "qp_ff00ee11"))
 STEP = {"minute": dt.timedelta(minutes=1), "hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1)}
+
+
+def named(values, names) -> dict:
+    """The cells `names` of a row read back in HEADER's order: tests state the values they care about by name, and the
+    header assertion in each reader holds the whole column list."""
+    row = dict(zip(HEADER, values, strict=True))
+    return {name: row[name] for name in names}
 
 
 def usage_generate(granularity: str = "hour", *, seed: int = 6, per_series: int = 12) -> int:
@@ -68,28 +81,25 @@ def all_days(granularity: str = "hour", **narrowed) -> UsageFilters:
 
 def db_rows(filters: UsageFilters) -> list[tuple]:
     """The stored rows the filters select, as the exports must show them."""
-    return [
-        (
-            row.customer,
-            row.operation,
-            row.bucket.astimezone(dt.UTC).isoformat(),
-            *(getattr(row, name) for name in COUNTS),
-            row.costs,
-            row.session_ms,
-            row.service,
-            row.api_key,
-        )
-        for row in usage_report_rows(filters=filters)
-    ]
+    return [tuple(_stored(row, name) for name in HEADER) for row in usage_report_rows(filters=filters)]
+
+
+def _stored(row, name: str) -> object:
+    return row.bucket.astimezone(dt.UTC).isoformat() if name == "bucket" else getattr(row, name)
 
 
 def parsed_csv(data: bytes) -> list[tuple]:
     lines = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
     assert lines[0] == list(HEADER)
-    return [
-        (c, o, b, *map(int, counts), json.loads(costs), int(session_ms), _undefused(service), api_key)
-        for c, o, b, *counts, costs, session_ms, service, api_key in lines[1:]
-    ]
+    return [tuple(_csv_cell(name, cell) for name, cell in zip(HEADER, line, strict=True)) for line in lines[1:]]
+
+
+def _csv_cell(name: str, cell: str) -> object:
+    if name in WHOLE_NUMBERS:
+        return int(cell)
+    if name in JSON_TEXT:
+        return json.loads(cell)
+    return _undefused(cell) if name in DEFUSED else cell
 
 
 def _undefused(text: str) -> str:
@@ -112,13 +122,19 @@ def parsed_xlsx(data: bytes) -> list[tuple]:
             continue
         values = list(sheet.iter_rows(values_only=True))
         assert values[0] == HEADER
-        for c, o, b, *counts, costs, session_ms, service, api_key in values[1:]:
-            # Counts must come back as integers, never as floats that may have lost digits.
-            assert all(type(n) is int for n in (*counts, session_ms)), (counts, session_ms)
-            # An empty text cell reads back as None.
-            rows.append((c, o, b, *counts, json.loads(costs), session_ms, service or "", api_key or ""))
+        rows += [tuple(_xlsx_cell(name, cell) for name, cell in zip(HEADER, row, strict=True)) for row in values[1:]]
     workbook.close()
     return rows
+
+
+def _xlsx_cell(name: str, cell: object) -> object:
+    if name in WHOLE_NUMBERS:
+        # Counts must come back as integers, never as floats that may have lost digits.
+        assert type(cell) is int, (name, cell)
+        return cell
+    if name in JSON_TEXT:
+        return json.loads(str(cell))
+    return cell if name in ("customer", "operation", "bucket") else cell or ""
 
 
 PARSERS = {"csv": parsed_csv, "json": parsed_json, "xlsx": parsed_xlsx}

@@ -11,7 +11,7 @@ from apps.reports import apis
 from tests.api_fixtures import client_with
 from tests.apikeys.factories import ServiceFactory
 from tests.limits.factories import OperationFactory
-from tests.reports.usage_set import HEADER
+from tests.reports.usage_set import HEADER, named
 from tests.usage.factories import UsageDayFactory, UsageHourFactory, UsageMinuteFactory
 
 pytestmark = pytest.mark.django_db
@@ -66,7 +66,7 @@ def test_a_service_key_reads_every_customers_rows_in_bucket_customer_operation_o
         ("acct-1", "GetRecords", "2026-03-04T11:00:00+00:00"),
         ("acct-1", "PutRecords", "2026-03-04T11:00:00+00:00"),
     ]
-    assert body["rows"][2] == {
+    expected = {
         "customer": "acct-1",
         "operation": "PutRecords",
         "bucket": "2026-03-04T11:00:00+00:00",
@@ -81,6 +81,8 @@ def test_a_service_key_reads_every_customers_rows_in_bucket_customer_operation_o
         "service": "",
         "api_key": "",
     }
+    assert list(body["rows"][2]) == list(HEADER)
+    assert {name: body["rows"][2][name] for name in expected} == expected
 
 
 def test_the_schema_documents_every_counter_of_a_row(client, db) -> None:
@@ -228,21 +230,22 @@ def test_csv_has_a_header_and_one_line_per_row_with_costs_as_one_json_column(api
     assert 'filename="usage-hour-20260304T000000Z-20260305T000000Z.csv"' in response["Content-Disposition"]
     lines = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert lines[0] == list(HEADER)
-    assert lines[3] == [
-        "acct-1",
-        "PutRecords",
-        "2026-03-04T11:00:00+00:00",
-        "7",
-        "2",
-        "0",
-        "3",
-        "4",
-        "5",
-        '{"records":70}',
-        "42500",
-        "",
-        "",
-    ]
+    expected = {
+        "customer": "acct-1",
+        "operation": "PutRecords",
+        "bucket": "2026-03-04T11:00:00+00:00",
+        "allowed": "7",
+        "denied": "2",
+        "shadow_denied": "0",
+        "degraded": "3",
+        "rule_denied": "4",
+        "unavailable": "5",
+        "costs": '{"records":70}',
+        "session_ms": "42500",
+        "service": "",
+        "api_key": "",
+    }
+    assert named(lines[3], expected) == expected
     assert len(lines) == 4
 
 
