@@ -14,7 +14,7 @@ import pytest
 from apps.apikeys.services import api_key_create
 from apps.usage.models import CounterRecord
 from tests.apikeys.factories import ServiceFactory
-from tests.enforcement.test_redis_chaos import check, flush_everything
+from tests.enforcement.counters.test_redis_chaos import check, flush_everything
 from tests.limits.factories import CalendarLimitFactory, OperationFactory
 from tests.servers import RedisServer
 from tests.support.live_server import LiveServer

@@ -1,13 +1,14 @@
-"""A process that beats like an API instance until it is killed (tests/enforcement/test_heartbeat.py).
+"""A process that beats like an API instance until it is killed (tests/enforcement/fallback/test_heartbeat.py).
 
-DATABASE_URL=... QUOTA_HEARTBEAT_S=0.2 python tests/enforcement/heartbeat_worker.py
+DATABASE_URL=... QUOTA_HEARTBEAT_S=0.2 python tests/enforcement/fallback/heartbeat_worker.py
 """
 
 import os
 import sys
 import time
+from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "quota_platform.settings")
 
 import django  # noqa: E402
