@@ -205,9 +205,11 @@ class EngineComparison(RuleBasedStateMachine):
     def change_limit(self, quantity: int, burst: int | None) -> None:
         if self.algorithm in ("token_bucket", "leaky_bucket", "gcra"):
             self.spec = replace(self.spec, quantity=max(1, quantity), burst=burst)
-            if self.algorithm == "leaky_bucket":
+            if self.algorithm in ("leaky_bucket", "gcra"):
                 # A shaper's departures already promised keep the times the old rate gave them; the new rate
-                # spaces the checks made after the change. Each configuration's departures keep its bound.
+                # spaces the checks made after the change. GCRA keeps its theoretical arrival time in time, as
+                # redis-cell does: what is owed is re-read at the new rate (a slower one owes fewer units). Each
+                # configuration's admissions keep its bound.
                 self.earlier.extend(self.admitted.values())
                 self.admitted = defaultdict(list)
         else:

@@ -9,6 +9,10 @@ The interval is rarely a whole number of milliseconds, so the TAT is kept exactl
 remainder in 1/quantity of a millisecond: State (tat_ms, frac), TAT = tat_ms + frac / quantity, 0 <= frac.
 Every step works on how far the TAT is ahead of now in 1/quantity ms (`ahead`): one unit of cost is
 period_ms of them, so the arithmetic is integer and the Lua fragment (gcra.lua) does the same.
+
+A change of the limit keeps the TAT, as redis-cell does: what is owed is time, re-read at the new rate (a slower
+rate owes fewer units, a faster one more). Each configuration's admissions keep its own bound; a token bucket
+keeps its level in units instead.
 """
 
 from __future__ import annotations
