@@ -23,10 +23,11 @@ pytest_plugins = ["tests.api_fixtures", "tests.fixtures_cluster", "tests.slow_re
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker) -> None:  # type: ignore[no-untyped-def]
     """pytest-django's test database, whose migrated rows tests/support/database.py puts back after a flush."""
-    from tests.support.database import migration_rows_remember
+    from tests.support.database import migration_rows_remember, teardown_retried_on_deadlock
 
     with django_db_blocker.unblock():
         migration_rows_remember()
+    teardown_retried_on_deadlock()
 
 
 @pytest.fixture(autouse=True)
