@@ -24,7 +24,6 @@ import json
 import os
 import statistics
 import struct
-import subprocess
 import sys
 import time
 import timeit
@@ -43,6 +42,7 @@ from apps.engine.registry import (
 from apps.engine.store.args import ALGORITHM_NUMBERS, encode  # noqa: E402
 from apps.engine.store.plan import plan_item  # noqa: E402
 from apps.engine.store.redis import CHECK_SCRIPT, RedisStore  # noqa: E402
+from bench.engine.callgrind import instructions  # noqa: E402
 from bench.engine.run import three_limits  # noqa: E402
 
 # check.lua's reading of ARGV[4] as shipped, and its replacements (one line each: no line of the script moves).
@@ -103,19 +103,6 @@ def workload(store: RedisStore, algorithm: str, case: str) -> tuple[list[str], l
     plans = [plan_item(store._layout, check, limits, store.now_hint_ms()) for check in checks]
     keys, argv, _ = encode(plans, False, "", store._index_base, store._epoch_key, {}, store._log)
     return keys, argv, len(checks)
-
-
-def instructions(pid: int) -> int:
-    """Instructions the callgrind-run Redis executed since the last dump (dumps and zeroes its counters)."""
-    folder = Path(f"/proc/{pid}/cwd").resolve()
-    before = set(folder.glob("*.out.*"))
-    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
-    (dump,) = set(folder.glob("*.out.*")) - before
-    for line in dump.read_text().splitlines():
-        if line.startswith(("summary:", "totals:")):
-            dump.unlink()
-            return int(line.split()[1])
-    raise SystemExit(f"no totals in {dump}")
 
 
 def run_case(client: redis.Redis, store: RedisStore, args: argparse.Namespace, case: str) -> None:

@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -54,6 +53,7 @@ from apps.engine.store.args import encode  # noqa: E402
 from apps.engine.store.assembly import assemble as assembled  # noqa: E402
 from apps.engine.store.plan import plan_item  # noqa: E402
 from apps.engine.store.redis import CHECK_SCRIPT, RedisStore  # noqa: E402
+from bench.engine.callgrind import instructions  # noqa: E402
 from bench.engine.run import three_limits  # noqa: E402
 
 MARKS = (
@@ -115,19 +115,6 @@ def workload(store: RedisStore, algorithm: str, case: str) -> tuple[list[str], l
     plans = [plan_item(store._layout, check, limits, store.now_hint_ms()) for check in checks]
     keys, argv, _ = encode(plans, False, "", store._index_base, store._epoch_key, {})
     return keys, argv, len(checks)
-
-
-def instructions(pid: int) -> int:
-    """Instructions the callgrind-run Redis executed since the last call (dumps and zeroes its counters)."""
-    folder = Path(f"/proc/{pid}/cwd").resolve()
-    before = set(folder.glob("*.out.*"))
-    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
-    (dump,) = set(folder.glob("*.out.*")) - before
-    for line in dump.read_text().splitlines():
-        if line.startswith(("summary:", "totals:")):
-            dump.unlink()
-            return int(line.split()[1])
-    raise SystemExit(f"no totals in {dump}")
 
 
 def count_instructions(client: redis.Redis, shas: dict[str, str], keys: list[str], argv: list[object]) -> None:
