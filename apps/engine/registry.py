@@ -81,7 +81,7 @@ def register(modules: Iterable[object]) -> dict[str, Algorithm]:
 
 ALGORITHMS: dict[str, Algorithm] = register(_ENTRIES)
 ALGORITHM_NAMES = tuple(ALGORITHMS)
-# name -> key segment code, in registry order (store/args.py numbers algorithms in this order).
+# name -> key segment code, in registry order (store/script/args.py numbers algorithms in this order).
 ALGORITHM_CODES = {name: entry.code for name, entry in ALGORITHMS.items()}
 BY_CODE = {entry.code: entry for entry in ALGORITHMS.values()}
 

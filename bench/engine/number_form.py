@@ -39,9 +39,9 @@ from apps.engine.registry import (
     ALGORITHM_CODES,  # noqa: E402
     ALGORITHMS,  # noqa: E402
 )
-from apps.engine.store.args import ALGORITHM_NUMBERS, encode  # noqa: E402
 from apps.engine.store.plan import plan_item  # noqa: E402
 from apps.engine.store.redis import CHECK_SCRIPT, RedisStore  # noqa: E402
+from apps.engine.store.script.args import ALGORITHM_NUMBERS, encode  # noqa: E402
 from bench.engine.callgrind import instructions  # noqa: E402
 from bench.engine.run import three_limits  # noqa: E402
 

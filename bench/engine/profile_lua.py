@@ -49,10 +49,10 @@ sys.path.insert(0, ARGS.tree)
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
 
 from apps.engine import CheckItem  # noqa: E402
-from apps.engine.store.args import encode  # noqa: E402
-from apps.engine.store.assembly import assemble as assembled  # noqa: E402
 from apps.engine.store.plan import plan_item  # noqa: E402
 from apps.engine.store.redis import CHECK_SCRIPT, RedisStore  # noqa: E402
+from apps.engine.store.script.args import encode  # noqa: E402
+from apps.engine.store.script.assembly import assemble as assembled  # noqa: E402
 from bench.engine.callgrind import instructions  # noqa: E402
 from bench.engine.run import three_limits  # noqa: E402
 
@@ -71,7 +71,7 @@ LOGGING = "local CALLS = {}\nlocal function logged(...) CALLS[#CALLS + 1] = {...
 
 
 def assemble(tree: str) -> str:
-    """check.lua as redis.py assembles it (store/assembly.py), from the lua/ folder of another checkout."""
+    """check.lua as redis.py assembles it (store/script/assembly.py), from the lua/ folder of another checkout."""
     folder = Path(tree) / "apps" / "engine" / "lua"
     return assembled(read=lambda name: (folder / name).read_text(encoding="utf-8")).text
 

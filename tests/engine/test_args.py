@@ -1,4 +1,4 @@
-"""check.lua's KEYS and ARGV (apps/engine/store/args.py): a known check's exact arguments, and batches read
+"""check.lua's KEYS and ARGV (apps/engine/store/script/args.py): a known check's exact arguments, and batches read
 back by the names check.lua reads them by (check_fields.py, recorded_call.py)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.engine import CheckItem, KeyLayout, LimitSpec
-from apps.engine.store.args import ALGORITHM_NUMBERS, encode
-from apps.engine.store.check_fields import NOT_DURABLE, REBUILT, RECORDED
 from apps.engine.store.plan import ItemPlan, plan_item
-from apps.engine.store.recorded_call import numbers_of, read_call
+from apps.engine.store.script.args import ALGORITHM_NUMBERS, encode
+from apps.engine.store.script.check_fields import NOT_DURABLE, REBUILT, RECORDED
+from apps.engine.store.script.recorded_call import numbers_of, read_call
 
 LAYOUT = KeyLayout("t")
 NOW = 1_705_320_000_000  # 2024-01-15T12:00:00Z

@@ -1,4 +1,4 @@
-"""check.lua assembled (store/assembly.py): the offsets it reads by come from check_fields.py, and a Redis error
+"""check.lua assembled (store/script/assembly.py): the offsets it reads by come from check_fields.py, and a Redis error
 in the assembled script names the .lua file and line it came from."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from redis.exceptions import ResponseError
 
 from apps.engine import CheckItem, KeyLayout, LimitSpec, ManualClock
 from apps.engine.deadline import with_deadline
-from apps.engine.store.args import encode
-from apps.engine.store.assembly import GENERATED, NAMES, assemble, locate, lua_file
-from apps.engine.store.check_fields import Definition, Item, LogEntry
 from apps.engine.store.plan import plan_item
 from apps.engine.store.redis import CHECK, RedisStore
+from apps.engine.store.script.args import encode
+from apps.engine.store.script.assembly import GENERATED, NAMES, assemble, locate, lua_file
+from apps.engine.store.script.check_fields import Definition, Item, LogEntry
 
 NOW = 1_705_320_000_000
 MINUTE = LimitSpec("per-minute", "fixed_window", 10, period_s=60, key_by=("customer",))

@@ -1,4 +1,4 @@
-"""A check.lua call read back by name (store/recorded_call.py): what args.py encodes for a batch of several
+"""A check.lua call read back by name (store/script/recorded_call.py): what args.py encodes for a batch of several
 limits comes back field by field, from the arguments a test holds and from a real MONITOR capture."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import redis
 
 from apps.engine import CheckItem, KeyLayout, LimitSpec, ManualClock
 from apps.engine.decision_log import LogSettings, log_key_of
-from apps.engine.store.args import encode, item_descriptor
-from apps.engine.store.check_fields import NOT_DURABLE, REBUILT
 from apps.engine.store.plan import ItemPlan, plan_item
-from apps.engine.store.recorded_call import command_of, describe, keys_and_argv, numbers_of, read_call
 from apps.engine.store.redis import RedisStore
+from apps.engine.store.script.args import encode, item_descriptor
+from apps.engine.store.script.check_fields import NOT_DURABLE, REBUILT
+from apps.engine.store.script.recorded_call import command_of, describe, keys_and_argv, numbers_of, read_call
 
 LAYOUT = KeyLayout("t")
 NOW = 1_705_320_000_000  # 2024-01-15T12:00:00Z

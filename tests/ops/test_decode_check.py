@@ -12,8 +12,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.engine import CheckItem, KeyLayout, LimitSpec
-from apps.engine.store.args import encode
 from apps.engine.store.plan import plan_item
+from apps.engine.store.script.args import encode
 
 NOW = 1_705_320_000_000
 MINUTE = LimitSpec("per-minute", "fixed_window", 10, period_s=60, key_by=("customer",))

@@ -1,8 +1,8 @@
 -- check.lua: decide a batch of checks in one call (a single check is a batch of one), all or
 -- nothing per check (and per batch in atomic mode), with usage counted in the same call.
--- Assembled after lib.lua and the algorithm fragments (store/assembly.py), which puts in place of each field
+-- Assembled after lib.lua and the algorithm fragments (store/script/assembly.py), which puts in place of each field
 -- offset (DEF_*, ITEM_*, UNIT_*, LIMIT_*, ENTRY_*, TAIL_*, LABEL_*) and answer code (REUSED, ...) its value from
--- apps/engine/store/check_fields.py; mirrors apps/engine/store/decide.py. `manage.py decode_check` prints a
+-- apps/engine/store/script/check_fields.py; mirrors apps/engine/store/decide.py. `manage.py decode_check` prints a
 -- recorded call's arguments by name, and a Redis error names the line of this file.
 --
 -- Phases, run in this order by the main body at the end of the file:
@@ -20,7 +20,7 @@
 -- instructions, bench/RESULTS.md "check.lua readable"): a phase's helpers are inlined or made inside it, so only
 -- the calls that run it pay for them, and the phases share their state in one table (C) to keep upvalues few.
 --
--- KEYS, ARGV and the numbers: apps/engine/store/check_fields.py. In short, ARGV: [1] now ms ('' = Redis TIME)
+-- KEYS, ARGV and the numbers: apps/engine/store/script/check_fields.py. In short, ARGV: [1] now ms ('' = Redis TIME)
 -- [2] 'i' independent | 'a' atomic [3] usage index base [4] the numbers, a JSON array of integers: the
 -- definitions (one per counter), the items (each with its units and its limits: definition number and cost),
 -- the log section [5..] the strings the numbers name by ARGV index.

@@ -26,12 +26,12 @@ from redis.exceptions import AskError, MovedError, NoScriptError, RedisClusterEx
 
 from apps.engine.deadline import deadline_arg, raise_if_deadline
 from apps.engine.keys import enc
-from apps.engine.store.args import encode
 from apps.engine.store.base import UsageRow
-from apps.engine.store.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.operator_tools import _text
 from apps.engine.store.plan import ItemPlan
 from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore
+from apps.engine.store.script.args import encode
+from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.slots import CrossSlotCheck, reused_positions
 from apps.engine.store.spread import SpreadChecks
 from apps.engine.types import IdempotencyKeyReused

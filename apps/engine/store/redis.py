@@ -12,8 +12,8 @@ missing, the script answers "needs seed" without deciding; the seeder reads the 
 rebuilt states, which the script writes back. That second round trip happens once per counter after a
 loss, never otherwise.
 
-store/args.py builds KEYS and ARGV (their fields: check_fields.py), store/assembly.py the script; a Redis error in
-the script names the .lua file and line it came from.
+script/args.py builds KEYS and ARGV (their fields: script/check_fields.py), script/assembly.py the script; a Redis
+error in the script names the .lua file and line it came from.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from apps.engine.durability import History
 from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.name_budget import RedisNameBudget
-from apps.engine.store.args import encode
-from apps.engine.store.assembly import assemble, locate
 from apps.engine.store.base import UsageRow, usage_row
-from apps.engine.store.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.decide import Outcome
 from apps.engine.store.operator_tools import RedisOperatorTools, _text
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
+from apps.engine.store.script.args import encode
+from apps.engine.store.script.assembly import assemble, locate
+from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.seeds import seed_text
 from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
 from apps.engine.store.stored_decisions import row_decision, stored_outcome

@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS
-from apps.engine.store.args import item_descriptor
-from apps.engine.store.assembly import assemble
 from apps.engine.store.operator_tools import _text
 from apps.engine.store.plan import ItemPlan
+from apps.engine.store.script.args import item_descriptor
+from apps.engine.store.script.assembly import assemble
 from apps.engine.store.slots import (
     CrossSlotCheck,
     as_dry_run,

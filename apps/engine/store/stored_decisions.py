@@ -2,7 +2,7 @@
 
 check.lua stores a check's decision under its idempotency key (keys.py) for IDEMPOTENCY_TTL_MS as
 "<decided at ms>|<the answer array, comma-separated>|<descriptor>", the descriptor being
-"<lease id>|<limits JSON [[name, algorithm, unit, quantity, shadow], ...]>|<fingerprint>" (store/args.py). A check
+"<lease id>|<limits JSON [[name, algorithm, unit, quantity, shadow], ...]>|<fingerprint>" (script/args.py). A check
 whose limits are all hybrid is decided in the API process, never by the script (apps/enforcement/hybrid/decide.py);
 `StoredDecisions` lets it remember its request id in the same key and format, so either path replays what the other
 stored: a GET before deciding (`recall`), then one small script storing the decision unless another one got there
@@ -21,7 +21,7 @@ from apps.engine.store.decide import Outcome
 from apps.engine.store.plan import request_fingerprint, usage_costs
 from apps.engine.types import CheckItem, Decision, IdempotencyKeyReused, LimitResult
 
-_compact_json = json.JSONEncoder(separators=(",", ":")).encode  # store/args.py's, so descriptors agree
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode  # store/script/args.py's, so descriptors agree
 _FINGERPRINT = re.compile(r"\|([0-9a-fA-F]+)$")  # check.lua: match(stored, '|(%x+)$')
 
 # KEYS[1] the idempotency key; ARGV: the decision to store, now ms, the TTL ms. Answers the decision already

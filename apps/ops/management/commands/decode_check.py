@@ -4,7 +4,7 @@ FILE (default: standard input) holds recorded calls, one a line: lines of `redis
 into redis-cli (`EVALSHA <sha> <numkeys> <keys...> <args...>`), or JSON arrays of those words; or one JSON object
 {"keys": [...], "argv": [...]} as a test holds a call (args.encode's KEYS and ARGV). Lines that are not an
 EVAL/EVALSHA are skipped (a MONITOR capture holds every other command too). The reading is
-apps/engine/store/recorded_call.py; the fields are named in apps/engine/store/check_fields.py.
+apps/engine/store/script/recorded_call.py; the fields are named in apps/engine/store/script/check_fields.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.engine.store.recorded_call import command_of, describe, keys_and_argv, read_call
+from apps.engine.store.script.recorded_call import command_of, describe, keys_and_argv, read_call
 
 
 class Command(BaseCommand):

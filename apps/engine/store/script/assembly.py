@@ -21,8 +21,8 @@ from importlib import resources
 from redis.exceptions import ResponseError
 
 from apps.engine.registry import ALGORITHM_CODES, ALGORITHMS
-from apps.engine.store.args import ALGORITHM_NUMBERS
-from apps.engine.store.check_fields import lua_names
+from apps.engine.store.script.args import ALGORITHM_NUMBERS
+from apps.engine.store.script.check_fields import lua_names
 
 GENERATED = "<generated>"
 _SCRIPT_LINE = re.compile(r"@?user_script:(\d+)")

@@ -1,7 +1,7 @@
 """The fields of a check.lua call, by name: the one place that says in which order they travel.
 
 check.lua reads its numbers at offsets named after these fields (DEF_QUANTITY, ITEM_DRY_RUN, ...): `lua_names()`
-gives each name's value, which the assembler (store/assembly.py) puts in place of the name, so the script and the
+gives each name's value, which the assembler (store/script/assembly.py) puts in place of the name, so the script and the
 Python that writes (args.py) or reads (recorded_call.py) a call cannot drift apart.
 
 KEYS: every key of the call, each once, in order of first use; the numbers name a key by its index (from 1).

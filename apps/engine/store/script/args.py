@@ -13,7 +13,8 @@ from typing import Any
 from apps.engine.decision_log import LogSettings, log_key_of
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.registry import ALGORITHM_CODES
-from apps.engine.store.check_fields import (
+from apps.engine.store.plan import ItemPlan, LimitPlan
+from apps.engine.store.script.check_fields import (
     ATOMIC,
     INDEPENDENT,
     NOT_DURABLE,
@@ -22,7 +23,6 @@ from apps.engine.store.check_fields import (
     STRING_OFFSET,
     LogEntry,
 )
-from apps.engine.store.plan import ItemPlan, LimitPlan
 from apps.engine.types import CheckItem
 
 # Algorithms travel as numbers: the index of their code in CODES, which redis.py builds in this order.

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.engine.registry import ALGORITHMS
-from apps.engine.store.args import ALGORITHM_NUMBERS
-from apps.engine.store.check_fields import (
+from apps.engine.store.script.args import ALGORITHM_NUMBERS
+from apps.engine.store.script.check_fields import (
     STRING_OFFSET,
     Definition,
     Head,
