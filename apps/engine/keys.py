@@ -173,3 +173,7 @@ class KeyLayout(UsageKeys, LeaseIds):
     def epoch_key(self) -> str:
         """Set by the first check that finds it missing: its absence means Redis lost its data."""
         return f"{self.prefix}:epoch"
+
+    def warm_key(self) -> str:
+        """Set when every durable counter of the epoch's open windows was rebuilt: a missing one is then new."""
+        return f"{self.prefix}:warm"

@@ -113,11 +113,18 @@ def request_fingerprint(item: CheckItem, costs: tuple[tuple[str, int], ...], lea
     return hashlib.blake2b(canonical.encode(), digest_size=FINGERPRINT_LENGTH // 2).hexdigest()
 
 
+def limit_cost(spec: LimitSpec, item: CheckItem) -> int:
+    """What `item` spends on `spec`: its cost in the limit's unit ("requests": 1 unless given)."""
+    if not item.costs:
+        return int(spec.unit == REQUESTS)
+    return item.costs.get(spec.unit, 1 if spec.unit == REQUESTS else 0)
+
+
 def _limit_plan(layout: KeyLayout, item: CheckItem, spec: LimitSpec, now_hint: int) -> LimitPlan:
     keys = layout.counter_keys(spec, item)
     if spec.entry.leased:  # a check only looks; a lease holds
         return LimitPlan(spec, keys, 1)
-    cost = item.costs.get(spec.unit, 1 if spec.unit == REQUESTS else 0) if item.costs else int(spec.unit == REQUESTS)
+    cost = limit_cost(spec, item)
     counter = layout.counter_id(keys[0]) if spec.durable else ""
     if spec.entry.calendar_windows:
         bounds = window_bounds(now_hint, item.timezone, spec.calendar_period or "")

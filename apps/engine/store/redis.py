@@ -39,6 +39,7 @@ from apps.engine.store.script.args import encode
 from apps.engine.store.script.assembly import assemble, locate
 from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.seeds import seed_text
+from apps.engine.store.shaped import ShapedChecks
 from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
 from apps.engine.store.stored_decisions import row_decision, stored_outcome
 from apps.engine.types import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, SeedRequest
@@ -64,11 +65,12 @@ class RedisStore(RedisOperatorTools):
         batch_client: redis.Redis | None = None,
         instance: str | None = None,
         log_max_per_slot: int = DEFAULT_MAX_PER_SLOT,
+        shaped: bool = True,
     ) -> None:
         """batch_client: used for batches of more than one check, e.g. with a longer socket timeout (a
         1000-item script takes tens of ms of Redis CPU, and a timeout does not stop it from running).
         instance: this API node's id in the decision log (default hostname:pid); log_max_per_slot: the cap of
-        each log stream (decision_log.py)."""
+        each log stream (decision_log.py); shaped: False sends every check to check.lua (tests compare the two)."""
         self._client = client
         self._log = LogSettings(key_prefix, instance or default_instance(), log_max_per_slot)
         self._batch_client = batch_client or client
@@ -81,6 +83,7 @@ class RedisStore(RedisOperatorTools):
         self._leases = RedisLeases(client, self._layout, self._now_arg, self._log)
         self._index_base = f"{key_prefix}:ui:"
         self._names = RedisNameBudget(client, key_prefix=key_prefix, clock=self._hint)
+        self._shaped = ShapedChecks(client, self._layout, seeder is not None, self._shape_keys if shaped else None)
 
     def names_admit(self, service: str, names: Sequence[str], per_day: int) -> list[bool]:
         """See Store.names_admit: one atomic call for all of them (name_admit.lua)."""
@@ -92,9 +95,18 @@ class RedisStore(RedisOperatorTools):
             self._client.script_load(with_deadline(script))
 
     def check(self, item: CheckItem, limits: Sequence[LimitSpec]) -> Decision:
-        """Decide one check against `limits` in one round trip (see Store.check)."""
-        plan = plan_item(self._layout, item, limits, self._hint.now_ms())
+        """Decide one check against `limits` in one round trip (see Store.check): by the script of its shape when
+        it has one (shaped.py), else by check.lua."""
+        hint = self._hint.now_ms()
+        decision = self._shaped.decide(item, limits, self._now_arg(), hint)
+        if decision is not None:
+            return decision
+        plan = plan_item(self._layout, item, limits, hint)
         return _decision(plan, self._rows([plan], False)[0])
+
+    def _shape_keys(self, item: CheckItem, counter_keys: list[str], rebuilds: bool) -> list[str] | None:
+        """The epoch and warm keys a shape that rebuilds reads after its counters (see shaped.ExtraKeys)."""
+        return [self._layout.epoch_key(), self._layout.warm_key()] if rebuilds else []
 
     def check_batch(
         self, pairs: Sequence[tuple[CheckItem, Sequence[LimitSpec]]], mode: BatchMode = "independent"

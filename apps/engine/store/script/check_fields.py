@@ -57,6 +57,7 @@ NOT_DURABLE, RECORDED, REBUILT = 0, 1, 2
 REPLAYED = -1  # the first number of an item's answer replayed from a stored decision
 NEEDS_SEED = -2  # the first number of the script's answer when it asks for seeds
 REUSED = -3  # the first number of the script's answer when a request id comes with other parameters
+HANDOVER = -4  # shape.lua's answer when a counter it found missing may need rebuilding: check.lua decides instead
 
 
 class Head(NamedTuple):
@@ -148,6 +149,7 @@ SHARED = {
     "REPLAYED": REPLAYED,
     "NEEDS_SEED": NEEDS_SEED,
     "REUSED": REUSED,
+    "HANDOVER": HANDOVER,
 }
 
 

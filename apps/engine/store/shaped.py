@@ -1,0 +1,122 @@
+"""RedisStore's short path: a check of one shape, decided by the script made for that shape (script/shapes.py).
+
+One EVALSHA with a few plain numbers, against check.lua's general call: no plan of the item (usage keys, request
+fingerprint, definitions), no JSON. `decide` answers None when the check is not for this path (a request id, a dry
+run, a shape check.lua must decide) or when the script handed over (a durable counter to rebuild); the store then
+asks check.lua, so every check is decided exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from redis.exceptions import NoScriptError, ResponseError
+
+from apps.engine.deadline import DeadlineScript, deadline_arg, raise_if_deadline
+from apps.engine.keys import KeyLayout
+from apps.engine.limit_spec import LimitSpec
+from apps.engine.reference.zoned_windows import window_bounds
+from apps.engine.store.plan import limit_cost
+from apps.engine.store.script.assembly import Assembled, locate
+from apps.engine.store.script.check_fields import HANDOVER
+from apps.engine.store.script.shapes import MAX_SHAPES, Shape, shape_of, shape_script
+from apps.engine.store.stored_decisions import row_decision
+from apps.engine.types import CheckItem, Decision, LimitResult
+
+# The keys to send after the counters (a shape that rebuilds: the epoch and warm keys of the check's slot), given
+# the item, its counter keys and whether the shape rebuilds; None when the check cannot be one call on this store
+# (a Redis Cluster check whose keys hash to several slots).
+ExtraKeys = Callable[[CheckItem, list[str], bool], list[str] | None]
+MAX_PLANS = 1024
+
+
+class _Plan:
+    """What every check of one tuple of limits shares: its shape's script and each limit's fixed numbers."""
+
+    __slots__ = ("constants", "script", "shape", "specs")
+
+    def __init__(self, specs: Sequence[LimitSpec], shape: Shape, script: DeadlineScript) -> None:
+        self.specs = specs
+        self.shape = shape
+        self.script = script
+        self.constants = [(spec.quantity, spec.period_ms, spec.capacity, int(spec.shadow)) for spec in specs]
+
+
+class ShapedChecks:
+    """The shaped scripts of one store: `decide` a check in one call when its shape allows."""
+
+    def __init__(self, client: Any, layout: KeyLayout, rebuilds: bool, extra_keys: ExtraKeys | None) -> None:
+        """extra_keys: None = never shaped (every check goes to check.lua)."""
+        self._client = client
+        self._layout = layout
+        self._rebuilds = rebuilds
+        self._extra_keys = extra_keys
+        self._scripts: dict[Shape, tuple[DeadlineScript, Assembled]] = {}
+        # By id of the limits tuple, holding it (so the id is not reused while the entry lives); None: check.lua.
+        self._plans: dict[int, tuple[Sequence[LimitSpec], _Plan | None]] = {}
+
+    def decide(self, item: CheckItem, specs: Sequence[LimitSpec], now: int | str, hint_ms: int) -> Decision | None:
+        """The decision of `item` against `specs` in one call, or None when check.lua must decide it.
+        now: the test clock's ms, or '' for Redis TIME; hint_ms: this host's clock, to pick calendar windows."""
+        if item.request_id is not None or item.dry_run or self._extra_keys is None:
+            return None
+        plan = self._plan(specs)
+        if plan is None:
+            return None
+        keys = [self._layout.counter_keys(spec, item)[0] for spec in plan.specs]
+        extra = self._extra_keys(item, keys, plan.shape.rebuilds)
+        if extra is None:
+            return None
+        keys += extra
+        args: list[Any] = [now]
+        for spec, constants in zip(plan.specs, plan.constants, strict=True):
+            args += constants
+            args.append(limit_cost(spec, item))
+            if spec.entry.calendar_windows:
+                args += window_bounds(hint_ms, item.timezone, spec.calendar_period or "")
+        row = self._call(plan, keys, args)[0]
+        if row[0] == HANDOVER:
+            return None
+        results = tuple(
+            LimitResult(s.name, s.algorithm, s.unit, s.quantity, row[n + 1], row[n + 2], s.shadow, row[n] == 1)
+            for s, n in zip(plan.specs, range(4, len(row), 3), strict=True)
+        )
+        return row_decision(row, results, False)
+
+    def _call(self, plan: _Plan, keys: list[str], args: list[Any]) -> list[list[Any]]:
+        script, assembled = self._scripts[plan.shape]
+        try:
+            try:
+                rows: list[list[Any]] = self._client.evalsha(
+                    script.sha, len(keys), *keys, *args, deadline_arg(self._client)
+                )
+            except NoScriptError:  # Redis restarted or SCRIPT FLUSH: load it and run it (what redis-py's Script does)
+                rows = script(keys=keys, args=args)
+        except ResponseError as error:
+            raise_if_deadline(error)
+            locate(error, assembled)
+            raise
+        return rows
+
+    def _plan(self, specs: Sequence[LimitSpec]) -> _Plan | None:
+        entry = self._plans.get(id(specs))
+        if entry is not None and entry[0] is specs:
+            return entry[1]
+        plan = self._new_plan(specs)
+        if type(specs) is tuple:  # the engine args' tuples live as long as their snapshot: worth keeping
+            if len(self._plans) >= MAX_PLANS:
+                self._plans.clear()
+            self._plans[id(specs)] = (specs, plan)
+        return plan
+
+    def _new_plan(self, specs: Sequence[LimitSpec]) -> _Plan | None:
+        shape = shape_of(specs, self._rebuilds)
+        if shape is None:
+            return None
+        if shape not in self._scripts:
+            if len(self._scripts) >= MAX_SHAPES:
+                return None  # a rare shape: check.lua
+            assembled = shape_script(shape)
+            self._scripts[shape] = (DeadlineScript(self._client, assembled.text), assembled)
+        return _Plan(tuple(specs), shape, self._scripts[shape][0])

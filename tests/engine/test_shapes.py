@@ -1,0 +1,179 @@
+"""Shaped check scripts (store/shaped.py, script/shapes.py, lua/shape.lua): a plain check is one call of its shape's
+script, decided exactly as check.lua decides it; everything else still goes to check.lua."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from apps.engine import CheckItem, LimitSpec, ManualClock
+from apps.engine.durability import History
+from apps.engine.registry import ALGORITHMS
+from apps.engine.store.redis import RedisStore
+from apps.engine.store.script.shapes import plain, shape_of, shape_script
+from apps.engine.types import SeedRequest
+from tests.engine.conftest import START_MS
+
+PLAIN = sorted(name for name, entry in ALGORITHMS.items() if plain(entry))
+ZONES = ["UTC", "Europe/Berlin", "America/New_York"]
+
+
+def evalsha_calls(client: redis.Redis) -> int:
+    return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+def spec_of(algorithm: str, name: str, quantity: int, period_s: int, shadow: bool, key_by: tuple[str, ...]) -> LimitSpec:
+    entry = ALGORITHMS[algorithm]
+    if entry.calendar_windows:
+        return LimitSpec(name, algorithm, quantity, calendar_period="day", key_by=key_by, shadow=shadow)
+    return LimitSpec(name, algorithm, quantity, period_s=period_s, key_by=key_by, shadow=shadow)
+
+
+@st.composite
+def plain_limits(draw: st.DrawFn) -> tuple[LimitSpec, ...]:
+    count = draw(st.integers(1, 3))
+    return tuple(
+        spec_of(
+            draw(st.sampled_from(PLAIN)),
+            f"l{n}",
+            draw(st.integers(1, 6)),
+            draw(st.sampled_from([1, 2, 5, 60])),
+            draw(st.booleans()),
+            draw(st.sampled_from([("customer",), ("customer", "resource"), ("ip",), ()])),
+        )
+        for n in range(count)
+    )
+
+
+STEPS = st.lists(
+    st.tuples(
+        st.integers(0, 2_500),  # ms to advance first
+        st.sampled_from(["a", "b"]),  # customer
+        st.sampled_from([{}, {"requests": 2}, {"requests": 0}, {"records": 3}, {"requests": 1, "records": 7}]),
+        st.sampled_from(ZONES),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+def counter_states(client: redis.Redis, prefix: str) -> dict[str, bytes]:
+    keys = sorted(client.scan_iter(match=f"{prefix}:c:*", count=1000))
+    return {key.decode()[len(prefix) :]: client.get(key) for key in keys}
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(limits=plain_limits(), steps=STEPS)
+def test_the_shaped_script_decides_and_writes_exactly_as_check_lua(
+    redis_client: redis.Redis, key_prefix: str, limits: tuple[LimitSpec, ...], steps: list[Any]
+) -> None:
+    clock = ManualClock(START_MS + 86_400_000 - 3_000)  # a calendar day ends within the run
+    run = f"{key_prefix}:{abs(hash((limits, tuple(map(repr, steps)))))}"
+    shaped = RedisStore(redis_client, f"{run}s", clock=clock)
+    general = RedisStore(redis_client, f"{run}g", clock=clock, shaped=False)
+    for advance, customer, costs, zone in steps:
+        clock.advance(advance)
+        item = CheckItem(customer, "op", resource="r", ip="10.0.0.1", costs=costs, timezone=zone)
+        assert shaped.check(item, limits) == general.check(item, limits)
+    assert counter_states(redis_client, f"{run}s") == counter_states(redis_client, f"{run}g")
+
+
+def test_a_plain_check_is_one_call_of_its_shape(redis_client: redis.Redis, key_prefix: str) -> None:
+    store = RedisStore(redis_client, key_prefix, clock=ManualClock(START_MS))
+    limits = (
+        LimitSpec("per-second", "fixed_window", 10, period_s=1, key_by=("customer",)),
+        LimitSpec("bucket", "token_bucket", 10, period_s=10, key_by=("customer",)),
+        LimitSpec("daily", "calendar", 100, calendar_period="day", key_by=("customer",)),
+    )
+    store.check(CheckItem("c", "op"), limits)  # loads the script (NOSCRIPT, SCRIPT LOAD, EVALSHA)
+    before = evalsha_calls(redis_client)
+    for _ in range(5):
+        assert store.check(CheckItem("c", "op"), limits).allowed
+    assert evalsha_calls(redis_client) - before == 5
+    assert redis_client.script_exists(shape_script(shape_of(limits, False)).text)  # type: ignore[arg-type]
+
+
+def test_shape_scripts_carry_only_the_fragments_their_algorithms_need() -> None:
+    window = LimitSpec("w", "fixed_window", 1, period_s=1)
+    text = shape_script(shape_of([window], False)).text  # type: ignore[arg-type]
+    assert "ALG.fw" in text
+    others = [entry for name, entry in ALGORITHMS.items() if name != "fixed_window"]
+    assert not any(f"ALG.{entry.code} =" in text for entry in others)
+    assert "local function lookback" not in text  # nothing it counts is rebuilt
+
+
+@pytest.mark.parametrize(
+    ("limits", "item"),
+    [
+        ([LimitSpec("w", "fixed_window", 1, period_s=1, audit=True)], CheckItem("c", "op")),
+        ([LimitSpec("w", "fixed_window", 1, period_s=1)], CheckItem("c", "op", request_id="r1")),
+        ([LimitSpec("w", "fixed_window", 1, period_s=1)], CheckItem("c", "op", dry_run=True)),
+        ([LimitSpec("s", "concurrency", 1)], CheckItem("c", "op")),
+        ([LimitSpec("q", "leaky_bucket", 1, period_s=1)], CheckItem("c", "op", max_wait_ms=500)),
+        ([LimitSpec("l", "sliding_log", 1, period_s=1)], CheckItem("c", "op")),
+    ],
+    ids=["audited", "request-id", "dry-run", "leased", "shaper", "second-key"],
+)
+def test_what_a_shape_cannot_hold_goes_to_check_lua(
+    redis_client: redis.Redis, key_prefix: str, limits: Sequence[LimitSpec], item: CheckItem, monkeypatch
+) -> None:
+    store = RedisStore(redis_client, key_prefix, clock=ManualClock(START_MS))
+    shaped_calls: list[object] = []
+    call = store._shaped._call
+    monkeypatch.setattr(store._shaped, "_call", lambda *args: shaped_calls.append(args) or call(*args))
+    store.check(item, limits)
+    assert shaped_calls == []
+
+
+class Records:
+    """A seeder over fixed records: 4 of the counter spent in the open window, asked how often."""
+
+    def __init__(self) -> None:
+        self.asked: list[SeedRequest] = []
+
+    def __call__(self, requests: Sequence[SeedRequest]) -> list[History]:
+        self.asked += requests
+        return [[(START_MS, 4)] for _ in requests]
+
+
+def test_a_missing_durable_counter_is_rebuilt_by_check_lua_until_redis_is_warm(
+    redis_client: redis.Redis, key_prefix: str
+) -> None:
+    records, clock = Records(), ManualClock(START_MS + 30_000)
+    store = RedisStore(redis_client, key_prefix, clock=clock, seeder=records)
+    daily = (LimitSpec("daily", "fixed_window", 5, period_s=86_400, key_by=("customer",), durable=True),)
+    before = evalsha_calls(redis_client)
+    first = store.check(CheckItem("c", "op"), daily)
+    # No epoch and no warm mark: the shaped script handed over, and check.lua rebuilt the counter from its records.
+    assert first.allowed and first.limits[0].remaining == 0
+    assert len(records.asked) == 1
+    assert evalsha_calls(redis_client) - before >= 3  # shape (hand over), check.lua (needs seed), check.lua (seeded)
+
+    redis_client.set(f"{key_prefix}:warm", "1")
+    redis_client.delete(*redis_client.scan_iter(match=f"{key_prefix}:c:*"))
+    before = evalsha_calls(redis_client)
+    again = store.check(CheckItem("c", "op"), daily)
+    # Warm: a missing counter is a new one: one call, no seeder.
+    assert again.allowed and again.limits[0].remaining == 4
+    assert len(records.asked) == 1
+    assert evalsha_calls(redis_client) - before == 1
+
+
+def test_a_counter_whose_window_began_after_the_epoch_is_new_without_a_warm_mark(
+    redis_client: redis.Redis, key_prefix: str
+) -> None:
+    records, clock = Records(), ManualClock(START_MS + 30_000)
+    store = RedisStore(redis_client, key_prefix, clock=clock, seeder=records)
+    minute = (LimitSpec("minute", "fixed_window", 5, period_s=60, key_by=("customer",), durable=True),)
+    store.check(CheckItem("c", "op"), minute)  # sets the epoch (30 s into the first window)
+    clock.advance(60_000)  # the next window began after the epoch: nothing of it can have been lost
+    asked = len(records.asked)
+    before = evalsha_calls(redis_client)
+    assert store.check(CheckItem("other", "op"), minute).limits[0].remaining == 4
+    assert len(records.asked) == asked
+    assert evalsha_calls(redis_client) - before == 1
