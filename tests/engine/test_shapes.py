@@ -27,7 +27,9 @@ def evalsha_calls(client: redis.Redis) -> int:
     return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
 
 
-def spec_of(algorithm: str, name: str, quantity: int, period_s: int, shadow: bool, key_by: tuple[str, ...]) -> LimitSpec:
+def spec_of(
+    algorithm: str, name: str, quantity: int, period_s: int, shadow: bool, key_by: tuple[str, ...]
+) -> LimitSpec:
     entry = ALGORITHMS[algorithm]
     if entry.calendar_windows:
         return LimitSpec(name, algorithm, quantity, calendar_period="day", key_by=key_by, shadow=shadow)
@@ -150,7 +152,8 @@ def test_a_missing_durable_counter_is_rebuilt_by_check_lua_until_redis_is_warm(
     before = evalsha_calls(redis_client)
     first = store.check(CheckItem("c", "op"), daily)
     # No epoch and no warm mark: the shaped script handed over, and check.lua rebuilt the counter from its records.
-    assert first.allowed and first.limits[0].remaining == 0
+    assert first.allowed
+    assert first.limits[0].remaining == 0
     assert len(records.asked) == 1
     assert evalsha_calls(redis_client) - before >= 3  # shape (hand over), check.lua (needs seed), check.lua (seeded)
 
@@ -159,7 +162,8 @@ def test_a_missing_durable_counter_is_rebuilt_by_check_lua_until_redis_is_warm(
     before = evalsha_calls(redis_client)
     again = store.check(CheckItem("c", "op"), daily)
     # Warm: a missing counter is a new one: one call, no seeder.
-    assert again.allowed and again.limits[0].remaining == 4
+    assert again.allowed
+    assert again.limits[0].remaining == 4
     assert len(records.asked) == 1
     assert evalsha_calls(redis_client) - before == 1
 

@@ -39,8 +39,8 @@ from apps.engine.store.script.args import encode
 from apps.engine.store.script.assembly import assemble, locate
 from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.seeds import seed_text
-from apps.engine.store.shaped import ShapedChecks
 from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
+from apps.engine.store.shaped import ShapedChecks
 from apps.engine.store.stored_decisions import row_decision, stored_outcome
 from apps.engine.types import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, SeedRequest
 

@@ -93,4 +93,3 @@ def shape_script(shape: Shape) -> Assembled:
     script.add(f"{GENERATED} shapes.py", header)
     script.add("shape.lua", lua_file("shape.lua"))
     return script
-
