@@ -5,29 +5,33 @@
 -- check.lua serves every other check and batch, and decides exactly as this does (tests/engine/store/test_shapes.py).
 --
 -- Assembled after lib.lua, lookback.lua (durable shapes), the shape's fragments and a generated header:
---   local SHAPE = {{code, rebuilt 0|1, first ARGV index, zoned 0|1}, ...}   one per limit, in the check's order
+--   local SHAPE = {{code, rebuilt 0|1, first number's index, zoned 0|1}, ...}   one per limit, in the check's order
+--   local PACKED = '<dd...d'   the struct format of the numbers (one 'd' per number)
 --   local REBUILDS = true|false  a counter of the shape may have been lost with Redis's data (a durable limit, and
 --                                the store rebuilds them): then KEYS ends with the epoch key and the warm key
 -- KEYS: the limits' counter keys in order [, epoch key, warm key].
--- ARGV: [1] now ms ('' = Redis TIME); per limit from its index: quantity, period ms, capacity, shadow 0|1, cost,
---   and for a calendar limit its four window bounds (the window holding now is picked here, as check.lua does).
+-- ARGV: [1] now ms ('' = Redis TIME) [2] the numbers, little-endian doubles (struct.unpack reads them all at once;
+--   a text form costs a strtod per number, ~15% of the call): per limit from its index, quantity, period ms,
+--   capacity, shadow 0|1, cost, and for a calendar limit its four window bounds (the window holding now is picked
+--   here, as check.lua does).
 -- Answer: {row}, row as check.lua's ({allowed, retry | delay, 0, 0, (over, remaining, reset ms)*}); or {{HANDOVER}}
 --   when a durable counter is missing that may have been lost with Redis's data (no warm key: the warm-up has not
 --   marked this epoch complete, and the counter's look-back began before the epoch or there is no epoch): nothing
 --   was written, and the caller asks check.lua, which rebuilds it.
 local now = read_now(ARGV[1])
+local N = {struct.unpack(PACKED, ARGV[2])}
 local count = #SHAPE
 local lims, keys = {}, {}
 for j = 1, count do
   local s = SHAPE[j]
   local at = s[3]
-  local lim = {code = s[1], key = KEYS[j], key2 = false, q = tonumber(ARGV[at]), per = tonumber(ARGV[at + 1]),
-    cap = tonumber(ARGV[at + 2]), shadow = ARGV[at + 3] == '1', durability = 0, seed = 0, ws = nil, we = nil,
-    spent = 0, payer = nil, log = false}
+  -- The fields plain fragments read, every one in the constructor (a field added later grows the table).
+  local lim = {code = s[1], key = KEYS[j], q = N[at], per = N[at + 1], cap = N[at + 2], shadow = N[at + 3] == 1,
+    ws = false, we = false}
   if s[4] == 1 then  -- calendar windows: the one holding now
     local i = at + 5
-    while i < at + 7 and tonumber(ARGV[i + 1]) <= now do i = i + 1 end
-    lim.ws, lim.we = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+    while i < at + 7 and N[i + 1] <= now do i = i + 1 end
+    lim.ws, lim.we = N[i], N[i + 1]
   end
   lims[j], keys[j] = lim, lim.key
 end
@@ -56,7 +60,7 @@ local states, costs = {}, {}
 local allowed, retry, never = true, 0, false
 for j = 1, count do
   local lim = lims[j]
-  local alg, cost = ALG[lim.code], tonumber(ARGV[SHAPE[j][3] + 4])
+  local alg, cost = ALG[lim.code], N[SHAPE[j][3] + 4]
   local st = alg.load(lim, now)
   states[j], costs[j] = st, cost
   local ok, wait = true, 0

@@ -1,13 +1,14 @@
 """RedisStore's short path: a check of one shape, decided by the script made for that shape (script/shapes.py).
 
-One EVALSHA with a few plain numbers, against check.lua's general call: no plan of the item (usage keys, request
-fingerprint, definitions), no JSON. `decide` answers None when the check is not for this path (a request id, a dry
-run, a shape check.lua must decide) or when the script handed over (a durable counter to rebuild); the store then
-asks check.lua, so every check is decided exactly once.
+One EVALSHA with a few numbers (packed doubles), against check.lua's general call: no plan of the item (usage
+keys, request fingerprint, definitions), no JSON. `decide` answers None when the check is not for this path (a
+request id, a dry run, a shape check.lua must decide) or when the script handed over (a durable counter to
+rebuild); the store then asks check.lua, so every check is decided exactly once.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from apps.engine.reference.zoned_windows import window_bounds
 from apps.engine.store.plan import limit_cost
 from apps.engine.store.script.assembly import Assembled, locate
 from apps.engine.store.script.check_fields import HANDOVER
-from apps.engine.store.script.shapes import MAX_SHAPES, Shape, shape_of, shape_script
+from apps.engine.store.script.shapes import MAX_SHAPES, Shape, number_count, shape_of, shape_script
 from apps.engine.store.stored_decisions import row_decision
 from apps.engine.types import CheckItem, Decision, LimitResult
 
@@ -34,13 +35,14 @@ MAX_PLANS = 1024
 class _Plan:
     """What every check of one tuple of limits shares: its shape's script and each limit's fixed numbers."""
 
-    __slots__ = ("constants", "script", "shape", "specs")
+    __slots__ = ("constants", "packer", "script", "shape", "specs")
 
     def __init__(self, specs: Sequence[LimitSpec], shape: Shape, script: DeadlineScript) -> None:
         self.specs = specs
         self.shape = shape
         self.script = script
         self.constants = [(spec.quantity, spec.period_ms, spec.capacity, int(spec.shadow)) for spec in specs]
+        self.packer = struct.Struct(f"<{number_count(shape)}d")
 
 
 class ShapedChecks:
@@ -69,13 +71,13 @@ class ShapedChecks:
         if extra is None:
             return None
         keys += extra
-        args: list[Any] = [now]
+        numbers: list[int] = []
         for spec, constants in zip(plan.specs, plan.constants, strict=True):
-            args += constants
-            args.append(limit_cost(spec, item))
+            numbers += constants
+            numbers.append(limit_cost(spec, item))
             if spec.entry.calendar_windows:
-                args += window_bounds(hint_ms, item.timezone, spec.calendar_period or "")
-        row = self._call(plan, keys, args)[0]
+                numbers += window_bounds(hint_ms, item.timezone, spec.calendar_period or "")
+        row = self._call(plan, keys, [now, plan.packer.pack(*numbers)])[0]
         if row[0] == HANDOVER:
             return None
         results = tuple(

@@ -63,12 +63,16 @@ def shape_of(specs: Sequence[LimitSpec], rebuilds: bool) -> Shape | None:
 
 
 def first_indexes(shape: Shape) -> tuple[int, ...]:
-    """The ARGV index of each limit's first field (ARGV[1] is now)."""
-    indexes, at = [], 2
+    """The index (from 1) of each limit's first number."""
+    indexes, at = [], 1
     for zoned in shape.zoned:
         indexes.append(at)
         at += LIMIT_FIELDS + (BOUNDS if zoned else 0)
     return tuple(indexes)
+
+
+def number_count(shape: Shape) -> int:
+    return len(shape.zoned) * LIMIT_FIELDS + BOUNDS * sum(shape.zoned)
 
 
 @lru_cache(maxsize=MAX_SHAPES)
@@ -89,7 +93,10 @@ def shape_script(shape: Shape) -> Assembled:
         f"{{'{code}', {int(rebuilt)}, {at}, {int(zoned)}}}"
         for code, rebuilt, at, zoned in zip(shape.codes, shape.rebuilt, first_indexes(shape), shape.zoned, strict=True)
     )
-    header = f"local SHAPE = {{{limits}}}\nlocal REBUILDS = {'true' if shape.rebuilds else 'false'}"
+    header = (
+        f"local SHAPE = {{{limits}}}\nlocal PACKED = '<{'d' * number_count(shape)}'\n"
+        f"local REBUILDS = {'true' if shape.rebuilds else 'false'}"
+    )
     script.add(f"{GENERATED} shapes.py", header)
     script.add("shape.lua", lua_file("shape.lua"))
     return script
