@@ -85,6 +85,37 @@ def test_the_shaped_script_decides_and_writes_exactly_as_check_lua(
     assert counter_states(redis_client, f"{run}s") == counter_states(redis_client, f"{run}g")
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(limits=plain_limits(), batches=st.lists(STEPS, min_size=1, max_size=4))
+def test_a_batch_of_one_shape_is_decided_and_written_exactly_as_check_lua_decides_it(
+    redis_client: redis.Redis, key_prefix: str, limits: tuple[LimitSpec, ...], batches: list[Any]
+) -> None:
+    clock = ManualClock(START_MS + 86_400_000 - 3_000)
+    run = f"{key_prefix}:{abs(hash((limits, repr(batches))))}"
+    shaped = RedisStore(redis_client, f"{run}s", clock=clock)
+    general = RedisStore(redis_client, f"{run}g", clock=clock, shaped=False)
+    for steps in batches:
+        clock.advance(steps[0][0])
+        pairs = [
+            (CheckItem(customer, "op", resource="r", ip="10.0.0.1", costs=costs, timezone=zone), limits)
+            for _, customer, costs, zone in steps  # items of one customer share its counters, in order
+        ]
+        assert shaped.check_batch(pairs) == general.check_batch(pairs)
+    assert counter_states(redis_client, f"{run}s") == counter_states(redis_client, f"{run}g")
+
+
+def test_a_batch_of_one_shape_is_one_call(redis_client: redis.Redis, key_prefix: str) -> None:
+    store = RedisStore(redis_client, key_prefix, clock=ManualClock(START_MS))
+    limits = (LimitSpec("w", "fixed_window", 50, period_s=60, key_by=("customer",)),)
+    pairs = [(CheckItem(f"c{n % 7}", "op"), limits) for n in range(100)]
+    store.check_batch(pairs[:1])  # loads the script
+    before = evalsha_calls(redis_client)
+    decisions = store.check_batch(pairs)
+    assert evalsha_calls(redis_client) - before == 1
+    assert sum(decision.allowed for decision in decisions) == 100
+    assert decisions[-1].limits[0].remaining == 50 - 15  # c0's 15th check of the batch (and 1 before it)
+
+
 def test_a_plain_check_is_one_call_of_its_shape(redis_client: redis.Redis, key_prefix: str) -> None:
     store = RedisStore(redis_client, key_prefix, clock=ManualClock(START_MS))
     limits = (

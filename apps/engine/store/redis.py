@@ -98,9 +98,9 @@ class RedisStore(RedisOperatorTools):
         """Decide one check against `limits` in one round trip (see Store.check): by the script of its shape when
         it has one (shaped.py), else by check.lua."""
         hint = self._hint.now_ms()
-        decision = self._shaped.decide(item, limits, self._now_arg(), hint)
-        if decision is not None:
-            return decision
+        decided = self._shaped.decide((item,), limits, self._now_arg(), hint)
+        if decided is not None:
+            return decided[0]
         plan = plan_item(self._layout, item, limits, hint)
         return _decision(plan, self._rows([plan], False)[0])
 
@@ -111,11 +111,17 @@ class RedisStore(RedisOperatorTools):
     def check_batch(
         self, pairs: Sequence[tuple[CheckItem, Sequence[LimitSpec]]], mode: BatchMode = "independent"
     ) -> list[Decision]:
-        """Decide checks in order in one round trip (see Store.check_batch)."""
+        """Decide checks in order in one round trip (see Store.check_batch): an independent batch whose checks all
+        name the same limits by the script of their shape when it has one (shaped.py), else by check.lua."""
         atomic = check_mode(mode)
         hint = self._hint.now_ms()
+        client = self._batch_client if len(pairs) > 1 else self._client
+        if pairs and not atomic and all(limits is pairs[0][1] for _, limits in pairs):
+            decided = self._shaped.decide([item for item, _ in pairs], pairs[0][1], self._now_arg(), hint, client)
+            if decided is not None:
+                return decided
         plans = [plan_item(self._layout, item, limits, hint) for item, limits in pairs]
-        rows = self._rows(plans, atomic, self._batch_client if len(plans) > 1 else self._client)
+        rows = self._rows(plans, atomic, client)
         return [_decision(plan, row) for plan, row in zip(plans, rows, strict=True)]
 
     def lease_acquire(

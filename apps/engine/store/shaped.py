@@ -21,32 +21,31 @@ from apps.engine.reference.zoned_windows import window_bounds
 from apps.engine.store.plan import limit_cost
 from apps.engine.store.script.assembly import Assembled, locate
 from apps.engine.store.script.check_fields import HANDOVER
-from apps.engine.store.script.shapes import MAX_SHAPES, Shape, number_count, shape_of, shape_script
+from apps.engine.store.script.shapes import MAX_SHAPES, Shape, shape_of, shape_script
 from apps.engine.store.stored_decisions import row_decision
 from apps.engine.types import CheckItem, Decision, LimitResult
 
-# The keys to send after the counters (a shape that rebuilds: the epoch and warm keys of the check's slot), given
-# the item, its counter keys and whether the shape rebuilds; None when the check cannot be one call on this store
-# (a Redis Cluster check whose keys hash to several slots).
+# The keys to send after the counters (a shape that rebuilds: the epoch and warm keys of the call's slot), given
+# the first item, every counter key and whether the shape rebuilds; None when the checks cannot be one call on this
+# store (on a Redis Cluster, keys that hash to several slots).
 ExtraKeys = Callable[[CheckItem, list[str], bool], list[str] | None]
 MAX_PLANS = 1024
 
 
 class _Plan:
-    """What every check of one tuple of limits shares: its shape's script and each limit's fixed numbers."""
+    """What every check of one tuple of limits shares: its shape's script and the limits' fixed numbers."""
 
-    __slots__ = ("constants", "packer", "script", "shape", "specs")
+    __slots__ = ("constants", "script", "shape", "specs")
 
     def __init__(self, specs: Sequence[LimitSpec], shape: Shape, script: DeadlineScript) -> None:
         self.specs = specs
         self.shape = shape
         self.script = script
-        self.constants = [(spec.quantity, spec.period_ms, spec.capacity, int(spec.shadow)) for spec in specs]
-        self.packer = struct.Struct(f"<{number_count(shape)}d")
+        self.constants = [n for spec in specs for n in (spec.quantity, spec.period_ms, spec.capacity, int(spec.shadow))]
 
 
 class ShapedChecks:
-    """The shaped scripts of one store: `decide` a check in one call when its shape allows."""
+    """The shaped scripts of one store: `decide` checks in one call when their shape allows."""
 
     def __init__(self, client: Any, layout: KeyLayout, rebuilds: bool, extra_keys: ExtraKeys | None) -> None:
         """extra_keys: None = never shaped (every check goes to check.lua)."""
@@ -58,43 +57,48 @@ class ShapedChecks:
         # By id of the limits tuple, holding it (so the id is not reused while the entry lives); None: check.lua.
         self._plans: dict[int, tuple[Sequence[LimitSpec], _Plan | None]] = {}
 
-    def decide(self, item: CheckItem, specs: Sequence[LimitSpec], now: int | str, hint_ms: int) -> Decision | None:
-        """The decision of `item` against `specs` in one call, or None when check.lua must decide it.
-        now: the test clock's ms, or '' for Redis TIME; hint_ms: this host's clock, to pick calendar windows."""
-        if item.request_id is not None or item.dry_run or self._extra_keys is None:
+    def decide(
+        self, items: Sequence[CheckItem], specs: Sequence[LimitSpec], now: int | str, hint_ms: int, client: Any = None
+    ) -> list[Decision] | None:
+        """The decisions of `items`, each against the same `specs`, in order and in one call (an independent batch;
+        one item: a check); None when check.lua must decide them. now: the test clock's ms, or '' for Redis TIME;
+        hint_ms: this host's clock, to pick calendar windows; client: the one to send it on (default the store's)."""
+        if self._extra_keys is None or any(item.request_id is not None or item.dry_run for item in items):
             return None
         plan = self._plan(specs)
         if plan is None:
             return None
-        keys = [self._layout.counter_keys(spec, item)[0] for spec in plan.specs]
-        extra = self._extra_keys(item, keys, plan.shape.rebuilds)
+        layout, keys, numbers = self._layout, [], list(plan.constants)
+        for item in items:
+            for spec in plan.specs:
+                keys.append(layout.counter_keys(spec, item)[0])
+                numbers.append(limit_cost(spec, item))
+                if spec.entry.calendar_windows:
+                    numbers += window_bounds(hint_ms, item.timezone, spec.calendar_period or "")
+        extra = self._extra_keys(items[0], keys, plan.shape.rebuilds)
         if extra is None:
             return None
-        keys += extra
-        numbers: list[int] = []
-        for spec, constants in zip(plan.specs, plan.constants, strict=True):
-            numbers += constants
-            numbers.append(limit_cost(spec, item))
-            if spec.entry.calendar_windows:
-                numbers += window_bounds(hint_ms, item.timezone, spec.calendar_period or "")
-        row = self._call(plan, keys, [now, plan.packer.pack(*numbers)])[0]
-        if row[0] == HANDOVER:
+        rows = self._call(plan, [*keys, *extra], [now, struct.pack(f"<{len(numbers)}d", *numbers)], client)
+        if rows[0][0] == HANDOVER:
             return None
+        return [self._decision(plan.specs, row) for row in rows]
+
+    @staticmethod
+    def _decision(specs: Sequence[LimitSpec], row: list[Any]) -> Decision:
         results = tuple(
             LimitResult(s.name, s.algorithm, s.unit, s.quantity, row[n + 1], row[n + 2], s.shadow, row[n] == 1)
-            for s, n in zip(plan.specs, range(4, len(row), 3), strict=True)
+            for s, n in zip(specs, range(4, len(row), 3), strict=True)
         )
         return row_decision(row, results, False)
 
-    def _call(self, plan: _Plan, keys: list[str], args: list[Any]) -> list[list[Any]]:
+    def _call(self, plan: _Plan, keys: list[str], args: list[Any], client: Any = None) -> list[list[Any]]:
+        client = client or self._client
         script, assembled = self._scripts[plan.shape]
         try:
             try:
-                rows: list[list[Any]] = self._client.evalsha(
-                    script.sha, len(keys), *keys, *args, deadline_arg(self._client)
-                )
+                rows: list[list[Any]] = client.evalsha(script.sha, len(keys), *keys, *args, deadline_arg(client))
             except NoScriptError:  # Redis restarted or SCRIPT FLUSH: load it and run it (what redis-py's Script does)
-                rows = script(keys=keys, args=args)
+                rows = script(keys=keys, args=args, client=client)
         except ResponseError as error:
             raise_if_deadline(error)
             locate(error, assembled)

@@ -25,8 +25,7 @@ from apps.engine.registry import ALGORITHMS
 from apps.engine.store.script.assembly import GENERATED, Assembled, lua_file
 
 MAX_SHAPES = 64  # distinct shapes a process keeps a script for; rarer ones use check.lua
-LIMIT_FIELDS = 5  # quantity, period ms, capacity, shadow, cost; a calendar limit adds its four window bounds
-BOUNDS = 4
+BOUNDS = 4  # a calendar limit's window bounds, sent per item (its time zone)
 
 
 def plain(entry: Algorithm) -> bool:
@@ -62,17 +61,18 @@ def shape_of(specs: Sequence[LimitSpec], rebuilds: bool) -> Shape | None:
     )
 
 
-def first_indexes(shape: Shape) -> tuple[int, ...]:
-    """The index (from 1) of each limit's first number."""
-    indexes, at = [], 1
+def item_offsets(shape: Shape) -> tuple[int, ...]:
+    """Where each limit's numbers start among an item's (from 1): its cost, then its window bounds if zoned."""
+    offsets, at = [], 1
     for zoned in shape.zoned:
-        indexes.append(at)
-        at += LIMIT_FIELDS + (BOUNDS if zoned else 0)
-    return tuple(indexes)
+        offsets.append(at)
+        at += 1 + (BOUNDS if zoned else 0)
+    return tuple(offsets)
 
 
-def number_count(shape: Shape) -> int:
-    return len(shape.zoned) * LIMIT_FIELDS + BOUNDS * sum(shape.zoned)
+def item_numbers(shape: Shape) -> int:
+    """How many numbers each item sends."""
+    return len(shape.zoned) + BOUNDS * sum(shape.zoned)
 
 
 @lru_cache(maxsize=MAX_SHAPES)
@@ -91,10 +91,10 @@ def shape_script(shape: Shape) -> Assembled:
         script.add(name, lua_file(name))
     limits = ", ".join(
         f"{{'{code}', {int(rebuilt)}, {at}, {int(zoned)}}}"
-        for code, rebuilt, at, zoned in zip(shape.codes, shape.rebuilt, first_indexes(shape), shape.zoned, strict=True)
+        for code, rebuilt, at, zoned in zip(shape.codes, shape.rebuilt, item_offsets(shape), shape.zoned, strict=True)
     )
     header = (
-        f"local SHAPE = {{{limits}}}\nlocal PACKED = '<{'d' * number_count(shape)}'\n"
+        f"local SHAPE = {{{limits}}}\nlocal ITEM_NUMBERS = {item_numbers(shape)}\n"
         f"local REBUILDS = {'true' if shape.rebuilds else 'false'}"
     )
     script.add(f"{GENERATED} shapes.py", header)
