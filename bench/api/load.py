@@ -116,11 +116,12 @@ def run_phase(
     problem = preflight(server, phase, token)
     if problem:
         print(f"  !! {phase.label}: a sample request failed before the load: {problem}", flush=True)
-    if args.warmup > 0:
+    if args.warmup > 0 and phase.seconds is None:
         run_wrk(wrk_command(wrk, server.url, phase, args.warmup, args, token), args.warmup)
-    command = wrk_command(wrk, server.url, phase, args.duration, args, token)
+    seconds = phase.seconds or args.duration
+    command = wrk_command(wrk, server.url, phase, seconds, args, token)
     calls_before, usec_before = redis.script_stats()
-    completed, spent = cpu_spent_during(lambda: run_wrk(command, args.duration), server.pid, redis.cpu_s)
+    completed, spent = cpu_spent_during(lambda: run_wrk(command, seconds), server.pid, redis.cpu_s)
     calls_after, usec_after = redis.script_stats()
     if args.verbose:
         print(completed.stdout, completed.stderr, sep="\n", flush=True)

@@ -13,6 +13,11 @@ PEER_RATELIMIT = "django-ratelimit view"
 BARE_SINGLE = "bare DRF + 1 EVALSHA"
 BARE_BATCH = "bare batch-100 (1 script)"
 FLOOR_SINGLE = "floor: bare WSGI + 1 EVALSHA"
+PLATFORM_COLD = "platform check, cold (Redis just started)"
+# The platform's first checks after Redis started empty pay for new names and new durable counters (a process's
+# first sight of a customer that day, the first check of each day counter); the cold phase measures them and warms
+# the 1,000 customers up, so the phases after it measure steady state.
+COLD_S = 15
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,7 @@ class Phase:
     path: str
     batch: int  # items per request; 1 = a single check
     connections: int
+    seconds: float | None = None  # its own duration, without warm-up (the cold phase); None: --duration after warm-up
 
     @property
     def label(self) -> str:
@@ -31,6 +37,7 @@ class Phase:
 
 def all_phases(batch_size: int, batch_connections: int) -> list[Phase]:
     return [
+        Phase("cold@64", PLATFORM_COLD, "platform", "/api/v1/check", 1, 64, COLD_S),
         Phase("check@64", PLATFORM_SINGLE, "platform", "/api/v1/check", 1, 64),
         Phase("check@32", PLATFORM_SINGLE, "platform", "/api/v1/check", 1, 32),
         Phase("check@4", PLATFORM_SINGLE, "platform", "/api/v1/check", 1, 4),
