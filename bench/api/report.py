@@ -92,7 +92,8 @@ def floor_target(single: Result | None, floor: Result | None) -> Target:
 def at_most_target(label: str, value: float | None, limit: float, unit: str, slack: float = 0.0) -> Target:
     if value is None:
         return Target(label, "n/a", None)
-    return Target(label, f"{value:.3g} {unit}".rstrip(), value <= limit + slack)
+    shown = f"{value:,.1f} {unit}" if unit else f"{value:.2f}"
+    return Target(label, shown, value <= limit + slack)
 
 
 def issue25_targets(results: dict[str, Result]) -> list[Target]:
