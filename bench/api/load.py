@@ -98,6 +98,8 @@ def print_result(result: Result) -> None:
     print(
         f"  {result.phase.label:<34} {result.rps:>8.0f} req/s {result.decisions_per_s:>9.0f} dec/s"
         f"  p50 {result.p50_ms:6.2f} ms  p99 {result.p99_ms:7.2f} ms  {result.app_us_per_request:7.0f} µs CPU/req"
+        f"  Redis {result.script_us_per_decision:5.1f} µs/decision"
+        f" in {result.script_calls_per_request:.2f} script calls/req"
         f"  admitted {'n/a' if admitted is None else f'{admitted:.1%}'}"
         f"  background {result.background_cores:.2f} cores",
         flush=True,
@@ -114,13 +116,17 @@ def run_phase(
     problem = preflight(server, phase, token)
     if problem:
         print(f"  !! {phase.label}: a sample request failed before the load: {problem}", flush=True)
-    if args.warmup > 0:
+    if args.warmup > 0 and phase.seconds is None:
         run_wrk(wrk_command(wrk, server.url, phase, args.warmup, args, token), args.warmup)
-    command = wrk_command(wrk, server.url, phase, args.duration, args, token)
-    completed, spent = cpu_spent_during(lambda: run_wrk(command, args.duration), server.pid, redis.cpu_s)
+    seconds = phase.seconds or args.duration
+    command = wrk_command(wrk, server.url, phase, seconds, args, token)
+    calls_before, usec_before = redis.script_stats()
+    completed, spent = cpu_spent_during(lambda: run_wrk(command, seconds), server.pid, redis.cpu_s)
+    calls_after, usec_after = redis.script_stats()
     if args.verbose:
         print(completed.stdout, completed.stderr, sep="\n", flush=True)
     result = result_of(phase, parse_wrk(completed.stdout + "\n" + completed.stderr), spent)
+    result.script_calls, result.script_usec = calls_after - calls_before, usec_after - usec_before
     print_result(result)
     return result
 
@@ -131,8 +137,8 @@ def run_server_phases(
     if not phases:
         return []
     results = []
-    with Gunicorn(name, app, env, workdir) as server:
-        print(f"bench/api: {name}: gunicorn pid {server.pid} on {server.url}", flush=True)
+    with Gunicorn(name, app, env, workdir, context["args"].server) as server:
+        print(f"bench/api: {name}: {server.kind} pid {server.pid} on {server.url}", flush=True)
         for phase in phases:
             results.append(run_phase(server=server, phase=phase, **context))
         problems = server.log_problems()

@@ -14,7 +14,11 @@ from bench.api.servers import PYTHON, ROOT, manage
 
 REQUIREMENTS = ROOT / "bench" / "requirements.txt"
 
-# Three limits on one operation, all far above what the load reaches, so (almost) everything is admitted.
+# Three limits on one operation, all far above what the load reaches, so (almost) everything is admitted. Issue 25's
+# shape: a fixed window, a token bucket and a calendar quota; not audited, and the load sends no request ids. The
+# minute and the day are durable (every limit of a minute or longer is, in the platform); the per-second bucket is
+# not. (Before issue 25 the third was a sliding window per client address: the API entries of bench/RESULTS.md
+# written before its section measured that.)
 LIMITS_YAML = f"""\
 operations: [{{name: {OPERATION}, description: "bench/api: three limits on one operation"}}]
 limits:
@@ -30,12 +34,12 @@ limits:
     limit: 100000
     period: second
     key_by: [customer, resource]
-  - name: bench-ip-per-minute
+  - name: bench-customer-per-day
     operation: {OPERATION}
-    algorithm: sliding_window
-    limit: 10000000
-    period: minute
-    key_by: [ip]
+    algorithm: calendar
+    limit: 1000000000
+    period: day
+    key_by: [customer]
 services: [{{name: bench-api, operations: []}}]
 """
 
@@ -102,6 +106,11 @@ def peer_env(workdir: Path, redis_url: str, key_prefix: str, rate: str) -> dict[
         "PEER_RATE": rate,
         "SECRET_KEY": secrets.token_urlsafe(50),
     }
+
+
+def floor_env(workdir: Path, redis_url: str, key_prefix: str) -> dict[str, str]:
+    """The floor app's environment (bench/api/floor_app.py): its Redis and key prefix, and the servers' knobs."""
+    return {**base_env(workdir), "FLOOR_REDIS_URL": redis_url, "FLOOR_KEY_PREFIX": key_prefix}
 
 
 def prepare_platform(

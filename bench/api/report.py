@@ -1,7 +1,8 @@
-"""The report of a bench/api run: issue 14's targets, the tables, the machine, and the entry in bench/RESULTS.md.
+"""The report of a bench/api run: issues 14 and 25's targets, the tables, the machine, the entry in bench/RESULTS.md.
 
-(Issue 4's earlier, looser targets are in the RESULTS entries written before 2026-11-26. The Redis-side targets,
-≤ 30 µs per check and ≤ 8 µs per batch decision from INFO commandstats, are judged by bench/engine/cost.py.)"""
+(Issue 4's earlier, looser targets are in the RESULTS entries written before 2026-11-26. Issue 25's Redis targets,
+≤ 30 µs per check and ≤ 8 µs per batch decision, are judged here from INFO commandstats over the whole run, and per
+feature by bench/engine/feature_cost.py.)"""
 
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ RESULTS = ROOT / "bench" / "RESULTS.md"
 BUSY_MACHINE_CORES = 0.25
 API_SECTION_INTRO = (
     "`bench/api/run.py`: the platform's check endpoints under the production gunicorn config, then a "
-    "django-ratelimit peer and bare ceilings (bench/api/peer) under the same config, in one run. "
-    "CPU µs/request (gunicorn master + workers, from /proc) is the steadier figure on shared machines.\n"
+    "django-ratelimit peer and bare ceilings (bench/api/peer) and the floor (bench/api/floor_app.py) under the same "
+    "server, in one run. CPU µs/request (server master + workers, from /proc) is the steadier figure on shared "
+    "machines.\n"
 )
 
 
@@ -70,10 +72,78 @@ def latency_targets(single4: Result | None) -> list[Target]:
     ]
 
 
+# Issue 25: app CPU per check over the floor's on the same server; Redis µs inside the script per check and per
+# batch decision; app CPU per batch decision; script calls per check.
+OVER_FLOOR_US, REDIS_US_PER_CHECK, BATCH_APP_US, BATCH_REDIS_US, SCRIPT_CALLS_PER_CHECK = 120, 30, 15, 8, 1
+# wrk counts the requests answered within its duration, commandstats every call made meanwhile: up to one
+# request per connection may be in flight at each end.
+CALLS_SLACK = 0.01
+
+
+def floor_target(single: Result | None, floor: Result | None) -> Target:
+    label = f"platform check @64 app CPU ≤ floor @64 + {OVER_FLOOR_US} µs (same server)"
+    if not (single and floor and single.requests and floor.requests):
+        return Target(label, "n/a", None)
+    over = single.app_us_per_request - floor.app_us_per_request
+    value = f"{single.app_us_per_request:.0f} vs {floor.app_us_per_request:.0f} µs: +{over:.0f} µs"
+    return Target(label, value, over <= OVER_FLOOR_US, f"{single.app_us_per_request / floor.app_us_per_request:.2f}×")
+
+
+def at_most_target(label: str, value: float | None, limit: float, unit: str, slack: float = 0.0) -> Target:
+    if value is None:
+        return Target(label, "n/a", None)
+    shown = f"{value:,.1f} {unit}" if unit else f"{value:.2f}"
+    return Target(label, shown, value <= limit + slack)
+
+
+def issue25_targets(results: dict[str, Result]) -> list[Target]:
+    """Issue 25's targets by phase id (check@64, floor@64, batch); n/a where a phase did not run."""
+    single, batch, cold = results.get("check@64"), results.get("batch"), results.get("cold@64")
+    single = single if single and single.requests else None
+    batch = batch if batch and batch.requests else None
+    per_batch = batch.phase.batch if batch else 1
+    return [
+        floor_target(single, results.get("floor@64")),
+        at_most_target(
+            f"platform check @64 Redis µs per check (script, commandstats) ≤ {REDIS_US_PER_CHECK}",
+            single.script_us_per_decision if single else None,
+            REDIS_US_PER_CHECK,
+            "µs",
+        ),
+        at_most_target(
+            f"platform batch-{per_batch} app CPU µs per decision ≤ {BATCH_APP_US}",
+            batch.app_us_per_request / per_batch if batch else None,
+            BATCH_APP_US,
+            "µs",
+        ),
+        at_most_target(
+            f"platform batch-{per_batch} Redis µs per decision (script) ≤ {BATCH_REDIS_US}",
+            batch.script_us_per_decision if batch else None,
+            BATCH_REDIS_US,
+            "µs",
+        ),
+        at_most_target(
+            f"platform check @64 script calls per check = {SCRIPT_CALLS_PER_CHECK}",
+            single.script_calls_per_request if single else None,
+            SCRIPT_CALLS_PER_CHECK,
+            "",
+            CALLS_SLACK,
+        ),
+        at_most_target(
+            f"platform check cold @64 (Redis just started) script calls per check = {SCRIPT_CALLS_PER_CHECK}",
+            cold.script_calls_per_request if cold and cold.requests else None,
+            SCRIPT_CALLS_PER_CHECK,
+            "",
+            CALLS_SLACK,
+        ),
+    ]
+
+
 def targets(results: dict[str, Result]) -> list[Target]:
-    """Issue 14's targets by phase id; a target whose phases did not run is n/a."""
+    """Issues 14 and 25's targets by phase id; a target whose phases did not run is n/a."""
     get = results.get
     return [
+        *issue25_targets(results),
         ratio_target(
             "platform check @64 ÷ django-ratelimit @64 (req/s)", get("check@64"), get("ratelimit@64"), VS_RATELIMIT
         ),
@@ -94,14 +164,16 @@ def _fmt_admitted(result: Result) -> str:
 def results_table(results: list[Result]) -> str:
     header = (
         "| phase | conns | req/s | decisions/s | p50 ms | p99 ms | app CPU µs/req | app CPU µs/decision "
-        "| Redis CPU µs/req | admitted | 429 | other non-2xx | socket errors | background load |"
+        "| Redis CPU µs/req | Redis script µs/decision | script calls/req | admitted | 429 | other non-2xx "
+        "| socket errors | background load |"
     )
-    rows = [header, "|" + "---|" * 14]
+    rows = [header, "|" + "---|" * 16]
     for r in results:
         per_decision = r.app_us_per_request / r.phase.batch
         rows.append(
             f"| {r.phase.name} | {r.phase.connections} | {r.rps:,.0f} | {r.decisions_per_s:,.0f} | {r.p50_ms:.2f} "
             f"| {r.p99_ms:.2f} | {r.app_us_per_request:,.0f} | {per_decision:,.1f} | {r.redis_us_per_request:,.0f} "
+            f"| {r.script_us_per_decision:,.1f} | {r.script_calls_per_request:.3f} "
             f"| {_fmt_admitted(r)} | {r.limited} | {r.other} | {r.socket_errors} | {r.background_cores:.2f} cores |"
         )
     return "\n".join(rows)
@@ -124,8 +196,10 @@ def print_summary(results: list[Result], found: list[Target]) -> None:
     print()
     print(targets_table(found))
     print(
-        "\nCPU-cost ratio: the same comparison in gunicorn CPU µs per decision (theirs ÷ ours), steadier than "
-        "req/s on a shared machine. 'other non-2xx' and socket errors should be 0."
+        "\nCPU-cost ratio: the same comparison in server CPU µs per decision (theirs ÷ ours; for the floor: ours ÷ "
+        "the floor's), steadier than req/s on a shared machine. Redis CPU µs/req is the Redis process (INFO cpu: "
+        "networking included); Redis script µs is the time inside script calls (INFO commandstats), the figure "
+        "issue 25's Redis targets use. 'other non-2xx' and socket errors should be 0."
     )
     busy = [r for r in results if r.background_cores > BUSY_MACHINE_CORES]
     if busy:
@@ -151,17 +225,29 @@ def cpu_model() -> str:
     return "?"
 
 
-def machine_description(redis: Redis, wrk: str) -> dict[str, str]:
+def server_description(kind: str) -> str:
+    """The server every phase ran under, with the settings that matter for CPU per request."""
     conf = importlib.import_module("quota_platform.gunicorn_conf")
+    if kind == "granian":
+        version = _run([str(ROOT / ".venv" / "bin" / "granian"), "--version"]) or "granian"
+        workers = os.environ.get("WEB_CONCURRENCY", str(os.cpu_count() or 2))
+        return f"{version} --interface wsgi, {workers} workers, 1 blocking thread each"
+    return (
+        f"gunicorn `-c python:quota_platform.gunicorn_conf`: {conf.workers} {conf.worker_class} workers, "
+        f"timeout {conf.timeout} s, max_requests {conf.max_requests}±{conf.max_requests_jitter}"
+    )
+
+
+def machine_description(redis: Redis, wrk: str, server: str = "gunicorn") -> dict[str, str]:
     commit = _run(["git", "rev-parse", "--short", "HEAD"]) or "?"
     dirty = " + uncommitted changes" if _run(["git", "status", "--porcelain", "--", "apps", "quota_platform"]) else ""
     wrk_version = _run([wrk, "--version"]).split(" Copyright")[0] or "wrk"
     return {
+        "server": server_description(server),
         "cpu": f"{os.cpu_count()} × {cpu_model()} (nproc {_run(['nproc']) or '?'})",
         "kernel": os.uname().release,
+        "load": " ".join(f"{value:.2f}" for value in os.getloadavg()),
         "python": sys.version.split()[0],
-        "gunicorn": f"{conf.workers} {conf.worker_class} workers, timeout {conf.timeout} s, "
-        f"max_requests {conf.max_requests}±{conf.max_requests_jitter}",
         "redis": redis.version(),
         "wrk": wrk_version,
         "commit": f"{commit}{dirty}",
@@ -179,9 +265,10 @@ def results_entry(
         f"### {when}",
         "",
         f"- command: `{command}`",
-        f"- machine: {machine['cpu']}, Linux {machine['kernel']}; Redis {machine['redis']}, {machine['wrk']}, "
+        f"- machine: {machine['cpu']}, load average {machine['load']} at the start, Linux {machine['kernel']}; "
+        f"Redis {machine['redis']}, {machine['wrk']}, "
         f"Python {machine['python']}; all on the same cores",
-        f"- server: gunicorn `-c python:quota_platform.gunicorn_conf` for every phase: {machine['gunicorn']}",
+        f"- server, the same for every phase: {machine['server']}",
         f"- code: {machine['commit']}",
         f"- load: {args.duration:g} s per phase after {args.warmup:g} s warm-up{rounds}; {args.customers} customers, "
         f"20 resources, 512 client addresses, random per request",

@@ -2,18 +2,21 @@
 
     .venv/bin/python bench/api/run.py [--duration 10] [--write-results] ...
 
-One run, one machine, the same gunicorn config file (quota_platform/gunicorn_conf.py: sync workers, WSGI) for
-every server, and wrk as the load generator:
+One run, one machine, the same server for every phase (gunicorn under quota_platform/gunicorn_conf.py: sync
+workers, WSGI; or, with --server granian, granian WSGI with as many workers), and wrk as the load generator:
 
 - the platform (POST /api/v1/check with 3 limits on one operation, POST /api/v1/check/batch with 100 items) on
   a throwaway PostgreSQL database and Redis;
 - then, never at the same time, the peer project in bench/api/peer on the same Redis: a minimal DRF view behind
   django-ratelimit, a bare DRF view doing one EVALSHA (the single-check ceiling) and a bare batch view running one
-  100-key script (the batch ceiling).
+  100-key script (the batch ceiling);
+- then the floor (bench/api/floor_app.py, issue 25): a bare WSGI callable parsing the body and running one EVALSHA
+  over three fixed-window counters, the least any Python HTTP check can spend.
 
-Reported per phase: requests/s, decisions/s, p50 and p99 latency, CPU µs per request of the gunicorn process tree
+Reported per phase: requests/s, decisions/s, p50 and p99 latency, CPU µs per request of the server's process tree
 (master + workers, from /proc, before/after the phase; far steadier than req/s on shared machines), Redis CPU per
-request, the admitted fraction and error counts; then the targets of issue 14 as ratios with PASS/MISS.
+request (the process) and per decision inside script calls (INFO commandstats), script calls per request, the
+admitted fraction and error counts; then the targets of issues 14 and 25 with PASS/MISS.
 
 DATABASE_URL (PostgreSQL) and REDIS_URL are used when set (a fresh database is created on that server and dropped
 afterwards; Redis keys go under a fresh prefix); otherwise throwaway servers are started from the local binaries.
@@ -50,7 +53,14 @@ if str(ROOT) not in sys.path:
 
 from bench.api.load import run_server_phases  # noqa: E402
 from bench.api.phases import Phase, Result, all_phases, median_result  # noqa: E402
-from bench.api.prepare import ensure_bench_packages, ensure_wrk, peer_env, platform_env, prepare_platform  # noqa: E402
+from bench.api.prepare import (  # noqa: E402
+    ensure_bench_packages,
+    ensure_wrk,
+    floor_env,
+    peer_env,
+    platform_env,
+    prepare_platform,
+)
 from bench.api.report import (  # noqa: E402
     RESULTS,
     append_results,
@@ -59,6 +69,7 @@ from bench.api.report import (  # noqa: E402
     results_entry,
     targets,
 )
+from bench.api.servers import SERVERS  # noqa: E402
 from bench.api.stores import Redis, bench_database, bench_redis  # noqa: E402
 from tests.servers import MissingBinary, missing_binary_message  # noqa: E402
 
@@ -81,6 +92,10 @@ class Setup:
     def peer_prefix(self) -> str:
         return f"qpbench{self.run_id}peer"
 
+    @property
+    def floor_prefix(self) -> str:
+        return f"qpbench{self.run_id}floor"
+
     def fresh_platform_env(self) -> dict[str, str]:
         # A fresh one per server start: its own Prometheus folder and secret key.
         return platform_env(self.workdir, self.database_url, self.redis_url, self.platform_prefix)
@@ -90,7 +105,7 @@ def open_setup(stack: contextlib.ExitStack, with_platform: bool) -> Setup:
     """The work folder, Redis and (for platform phases) a migrated database with an API key; `stack` closes them."""
     setup = Setup(Path(tempfile.mkdtemp(prefix="qp-bench-api-")))
     stack.callback(shutil.rmtree, setup.workdir, ignore_errors=True)
-    setup.redis_url = stack.enter_context(bench_redis([setup.platform_prefix, setup.peer_prefix]))
+    setup.redis_url = stack.enter_context(bench_redis([setup.platform_prefix, setup.peer_prefix, setup.floor_prefix]))
     if with_platform:
         setup.database_url = stack.enter_context(bench_database())
         print("bench/api: migrating, importing 3 limits, creating an API key", flush=True)
@@ -99,9 +114,10 @@ def open_setup(stack: contextlib.ExitStack, with_platform: bool) -> Setup:
 
 
 def run_round(setup: Setup, phases: list[Phase], args: argparse.Namespace, **context: Any) -> list[Result]:
-    """Each server in turn, never both at once: the platform's phases, then the peer's."""
+    """Each server in turn, never two at once: the platform's phases, then the peer's, then the floor's."""
     platform = [p for p in phases if p.server == "platform"]
     peer = [p for p in phases if p.server == "peer"]
+    floor = [p for p in phases if p.server == "floor"]
     results: list[Result] = []
     if platform:
         app, env = "quota_platform.wsgi", setup.fresh_platform_env()
@@ -111,6 +127,9 @@ def run_round(setup: Setup, phases: list[Phase], args: argparse.Namespace, **con
     if peer:
         app, env = "bench.api.peer.wsgi", peer_env(setup.workdir, setup.redis_url, setup.peer_prefix, args.peer_rate)
         results += run_server_phases("peer", app, env, peer, setup.workdir, token=None, args=args, **context)
+    if floor:
+        app, env = "bench.api.floor_app", floor_env(setup.workdir, setup.redis_url, setup.floor_prefix)
+        results += run_server_phases("floor", app, env, floor, setup.workdir, token=None, args=args, **context)
     return results
 
 
@@ -122,8 +141,8 @@ def run_rounds(
     with contextlib.ExitStack() as stack:
         setup = open_setup(stack, with_platform=any(p.server == "platform" for p in phases))
         redis = Redis(setup.redis_url)
-        machine = machine_description(redis, wrk)
-        print(f"bench/api: {machine['cpu']}; gunicorn {machine['gunicorn']}; code {machine['commit']}", flush=True)
+        machine = machine_description(redis, wrk, args.server)
+        print(f"bench/api: {machine['cpu']}; {machine['server']}; code {machine['commit']}", flush=True)
         for number in range(1, args.rounds + 1):
             if args.rounds > 1:
                 print(f"bench/api: round {number} of {args.rounds}", flush=True)
@@ -137,11 +156,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="bench/api/run.py",
         description=(
-            "Benchmark POST /api/v1/check and /api/v1/check/batch under the production gunicorn config against "
-            "a django-ratelimit peer and bare DRF+Redis ceilings, in one run. Starts its own PostgreSQL and "
-            "Redis unless DATABASE_URL / REDIS_URL are set (loopback only)."
+            "Benchmark POST /api/v1/check and /api/v1/check/batch under the production gunicorn config (or "
+            "granian) against a django-ratelimit peer, bare DRF+Redis ceilings and the floor of a Python HTTP "
+            "check, in one run. Starts its own PostgreSQL and Redis unless DATABASE_URL / REDIS_URL are set "
+            "(loopback only)."
         ),
-        epilog=f"Phases: {', '.join(phase_ids)}. Default run: about 2 minutes (--rounds 3: about 6).",
+        epilog=f"Phases: {', '.join(phase_ids)}. Default run: about 3 minutes (--rounds 3: about 9).",
+    )
+    parser.add_argument(
+        "--server",
+        choices=SERVERS,
+        default="gunicorn",
+        help="serve every phase with gunicorn (the production config) or granian WSGI, same workers (gunicorn)",
     )
     parser.add_argument("--duration", type=float, default=10, help="seconds of load per phase (default 10)")
     parser.add_argument("--warmup", type=float, default=2, help="seconds of warm-up load before each phase (2)")

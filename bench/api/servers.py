@@ -29,10 +29,14 @@ def manage(env: dict[str, str], *arguments: str) -> str:
     return result.stdout
 
 
-def server_command(app: str, port: int) -> list[str]:
-    """The command serving the WSGI module `app` on `port`: gunicorn under the production config, or, with
-    WEB_SERVER=granian, granian with as many workers and one blocking thread each (the same for every server)."""
-    if os.environ.get("WEB_SERVER", "gunicorn") != "granian":
+SERVERS = ("gunicorn", "granian")
+
+
+def server_command(app: str, port: int, kind: str | None = None) -> list[str]:
+    """The command serving the WSGI module `app` on `port`: gunicorn under the production config, or, with kind
+    (default: WEB_SERVER, else gunicorn) granian, granian WSGI with as many workers as gunicorn's config gives
+    (WEB_CONCURRENCY, else one per core) and one blocking thread each (the same for every server)."""
+    if (kind or os.environ.get("WEB_SERVER", "gunicorn")) != "granian":
         return [PYTHON, "-m", "gunicorn", "-c", "python:quota_platform.gunicorn_conf", app]
     workers = os.environ.get("WEB_CONCURRENCY", str(os.cpu_count() or 2))
     return [
@@ -43,15 +47,17 @@ def server_command(app: str, port: int) -> list[str]:
 
 
 class Gunicorn:
-    """gunicorn -c python:quota_platform.gunicorn_conf APP, on a free loopback port, in its own session."""
+    """gunicorn -c python:quota_platform.gunicorn_conf APP (or granian WSGI, `kind`), on a free loopback port, in
+    its own session."""
 
-    def __init__(self, name: str, app: str, env: dict[str, str], workdir: Path) -> None:
+    def __init__(self, name: str, app: str, env: dict[str, str], workdir: Path, kind: str | None = None) -> None:
         self.name = name
+        self.kind = kind or os.environ.get("WEB_SERVER", "gunicorn")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**env, "BIND": f"127.0.0.1:{self.port}"}
-        self.log_path = workdir / f"gunicorn-{name}-{self.port}.log"
-        self.command = server_command(app, self.port)
+        self.log_path = workdir / f"{self.kind}-{name}-{self.port}.log"
+        self.command = server_command(app, self.port, self.kind)
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Gunicorn:
@@ -113,10 +119,11 @@ class Gunicorn:
         while time.monotonic() < deadline:
             assert self.process is not None
             if self.process.poll() is not None:
-                raise RuntimeError(f"gunicorn ({self.name}) exited with {self.process.returncode}:\n{self.log_tail()}")
+                status = self.process.returncode
+                raise RuntimeError(f"{self.kind} ({self.name}) exited with {status}:\n{self.log_tail()}")
             try:
                 with urllib.request.urlopen(f"{self.url}/healthz", timeout=2):  # noqa: S310 - loopback only
                     return
             except OSError:
                 time.sleep(0.1)
-        raise RuntimeError(f"gunicorn ({self.name}) did not become healthy:\n{self.log_tail()}")
+        raise RuntimeError(f"{self.kind} ({self.name}) did not become healthy:\n{self.log_tail()}")

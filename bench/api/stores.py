@@ -6,11 +6,22 @@ import contextlib
 import os
 import secrets
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from tests.servers import PostgresServer, RedisServer
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", None}
+# The commands that run a script: what "script calls per check" counts (the commands a script issues are counted
+# under their own names too, so they are not added).
+SCRIPT_COMMANDS = ("evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro")
+
+
+def script_stats(client: Any) -> tuple[int, int]:
+    """(calls, usec) of every script command so far, from INFO commandstats of `client`'s server."""
+    stats = client.info("commandstats")
+    found = [stats.get(f"cmdstat_{name}", {}) for name in SCRIPT_COMMANDS]
+    return sum(int(s.get("calls", 0)) for s in found), sum(int(s.get("usec", 0)) for s in found)
 
 
 class Redis:
@@ -24,6 +35,10 @@ class Redis:
     def cpu_s(self) -> float:
         info = self.client.info("cpu")
         return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+    def script_stats(self) -> tuple[int, int]:
+        """(calls, usec) of the script commands so far (script_stats)."""
+        return script_stats(self.client)
 
     def version(self) -> str:
         return str(self.client.info("server").get("redis_version", "?"))
