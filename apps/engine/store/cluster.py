@@ -44,8 +44,17 @@ class ClusterStore(SpreadChecks, RedisStore):
     """A Store on Redis Cluster (client: redis.cluster.RedisCluster). See the module docstring."""
 
     def _shape_keys(self, item: CheckItem, counter_keys: list[str], rebuilds: bool) -> list[str] | None:
-        """Not yet on a Cluster: every check goes through check.lua and its slot groups."""
-        return None
+        """A shaped call names one slot: its counters' (and, when it rebuilds, the epoch and warm keys of the first
+        item's customer, in that customer's slot); keys on several slots go to check.lua's slot groups."""
+        slot = key_slot(counter_keys[0].encode())
+        if any(key_slot(key.encode()) != slot for key in counter_keys[1:]):
+            return None
+        if not rebuilds:
+            return []
+        tag = f"{{c={enc(item.customer)}}}"
+        if key_slot(tag.encode()) != slot:
+            return None
+        return [f"{self._layout.prefix}:epoch:{tag}", f"{self._layout.prefix}:warm:{tag}"]
 
     def _rows(self, plans: list[ItemPlan], atomic: bool, client: Any = None) -> list[list[Any]]:
         client = client or self._client
