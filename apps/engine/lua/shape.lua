@@ -16,9 +16,9 @@
 --   then per item, per limit: its cost, and for a calendar limit its four window bounds (the window holding now is
 --   picked here, as check.lua does).
 -- Answer: one row per item, as check.lua's ({allowed, retry | delay, 0, 0, (over, remaining, reset ms)*}); or
---   {{HANDOVER}} when a durable counter is missing that may have been lost with Redis's data (no warm key: the
---   warm-up has not marked this epoch complete, and the counter's look-back began before the epoch or there is no
---   epoch): nothing was written, and the caller asks check.lua, which rebuilds it.
+--   {{HANDOVER}} when a durable counter is missing that may have been lost with Redis's data (no epoch, or an
+--   epoch the warm-up has not marked complete and the counter's look-back began before it): nothing was written,
+--   and the caller asks check.lua, which rebuilds it (and sets the epoch).
 local now = read_now(ARGV[1])
 local count = #SHAPE
 local CONSTANTS = 4 * count
@@ -51,8 +51,8 @@ local function limit_of(i, j)
   return lim
 end
 
-if REBUILDS and not FETCHED[KEYS[#KEYS]] then
-  local epoch = tonumber(FETCHED[KEYS[#KEYS - 1]])
+local epoch = REBUILDS and tonumber(FETCHED[KEYS[#KEYS - 1]])
+if REBUILDS and not (epoch and FETCHED[KEYS[#KEYS]]) then  -- the mark counts only with its epoch, as in check.lua
   for i = 1, items do
     for j = 1, count do
       if SHAPE[j][2] == 1 then
