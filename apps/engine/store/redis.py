@@ -76,6 +76,7 @@ class RedisStore(RedisOperatorTools):
         self._clock = clock
         self._seeder = seeder
         self._epoch_key = self._layout.epoch_key() if seeder is not None else None
+        self._warm_key = self._layout.warm_key()
         self._hint: Clock = clock or SystemClock()
         self._check = DeadlineScript(client, CHECK_SCRIPT)
         self._leases = RedisLeases(client, self._layout, self._now_arg, self._log)
@@ -169,7 +170,9 @@ class RedisStore(RedisOperatorTools):
         now = self._now_arg()
         seeds: dict[int, str] = {}
         for _ in range(MAX_SEED_CALLS):
-            keys, args, definitions = encode(plans, atomic, now, self._index_base, self._epoch_key, seeds, self._log)
+            keys, args, definitions = encode(
+                plans, atomic, now, self._index_base, self._epoch_key, seeds, self._log, self._warm_key
+            )
             rows = self._eval(client, keys, args)
             if not (rows and rows[0] and rows[0][0] == NEEDS_SEED):
                 break
