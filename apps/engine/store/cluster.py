@@ -34,6 +34,7 @@ from apps.engine.store.script.args import encode
 from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.slots import CrossSlotCheck, reused_positions
 from apps.engine.store.spread import SpreadChecks
+from apps.engine.store.warm import WarmWriter
 from apps.engine.types import IdempotencyKeyReused
 
 # Answers of a pipelined call that did not run the script: sending the group again alone is safe.
@@ -134,6 +135,10 @@ class ClusterStore(SpreadChecks, RedisStore):
         tag = self._layout.slot_tag(plan.usage_base)  # "{c=<customer>}"
         epoch_key = self._layout.epoch_key(tag) if self._seeder is not None else None
         return f"{self._layout.prefix}:ui:{tag}:", epoch_key, self._layout.warm_key(tag)
+
+    def warm_writer(self) -> WarmWriter:
+        """The warm-up's writes, per hash tag here (store/warm.py)."""
+        return WarmWriter(self._client, self._layout, cluster=True, clock=self._clock)
 
     def node_of_customer(self, customer: str) -> str:
         """The name (host:port) of the master serving `customer`'s counters, from the client's slot map (no

@@ -41,6 +41,7 @@ from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.seeds import seed_text
 from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
 from apps.engine.store.stored_decisions import row_decision, stored_outcome
+from apps.engine.store.warm import WarmWriter
 from apps.engine.types import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, SeedRequest
 
 # Answers, per request, the counter's records since the look-back start: (bucket start ms, amount) pairs.
@@ -82,6 +83,10 @@ class RedisStore(RedisOperatorTools):
         self._leases = RedisLeases(client, self._layout, self._now_arg, self._log)
         self._index_base = f"{key_prefix}:ui:"
         self._names = RedisNameBudget(client, key_prefix=key_prefix, clock=self._hint)
+
+    def warm_writer(self) -> WarmWriter:
+        """What the warm-up after an empty restart writes through (store/warm.py)."""
+        return WarmWriter(self._client, self._layout, cluster=False, clock=self._clock)
 
     def names_admit(self, service: str, names: Sequence[str], per_day: int) -> list[bool]:
         """See Store.names_admit: one atomic call for all of them (name_admit.lua)."""
