@@ -152,9 +152,7 @@ def test_a_lease_sends_its_payload_ttl_and_lease_id() -> None:
     assert keys[0] == "t:i:{c=acct-1}:r"  # the idempotency key comes before the item's counters
 
 
-def test_durable_counters_are_recorded_asked_for_once_given_a_seeder_and_send_the_warm_mark_and_epoch_last() -> (
-    None
-):
+def test_durable_counters_are_recorded_asked_for_once_given_a_seeder_and_send_the_warm_mark_and_epoch_last() -> None:
     plans = [plan(CheckItem("acct-1", "Op"), MINUTE, DAILY)]
 
     keys, argv, _ = encode(plans, False, "", "t:ui:")
