@@ -183,6 +183,28 @@ def hybrid_exchange_counted(*, ok: bool) -> None:
     HYBRID_EXCHANGES.labels(outcome="ok" if ok else "failed").inc()
 
 
+# The warm-up after Redis came up empty (apps/enforcement/counters/warm_up.py): one run per epoch found cold.
+WARM_UPS = Counter(
+    "quota_counter_warm_ups",
+    "Warm-ups of durable counters after Redis came up empty (or was reset after an outage), by outcome "
+    "(done, interrupted: an epoch changed meanwhile and the next run starts over; failed).",
+    ["outcome"],
+)
+WARM_UP_SECONDS = Histogram(
+    "quota_counter_warm_up_seconds",
+    "How long a warm-up took, from finding Redis cold to its warm mark.",
+    buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
+)
+WARM_UP_COUNTERS = Counter("quota_counter_warm_up_counters", "Durable counters written back by warm-ups.")
+
+
+def warm_up_recorded(*, outcome: str, seconds: float, counters: int) -> None:
+    """Count one warm-up run that found a cold epoch (runs that found Redis warm are not counted)."""
+    WARM_UPS.labels(outcome=outcome).inc()
+    WARM_UP_SECONDS.observe(seconds)
+    WARM_UP_COUNTERS.inc(counters)
+
+
 def rows_quarantined_count(*, writer: str, count: int = 1) -> None:
     """Count `count` rows `writer` quarantined (apps/common/quarantine.py); off the hot path."""
     ROWS_QUARANTINED.labels(writer=writer).inc(count)

@@ -173,7 +173,7 @@ def job_statuses() -> list[JobStatus]:
             JobStatus(
                 name=job.name,
                 description=job.description,
-                cron=job.cron,
+                cron=job.cron or job.schedule,
                 scheduled=task is not None,
                 enabled=bool(task and task.enabled),
                 last_run_at=outcome.last_run_at if outcome else None,

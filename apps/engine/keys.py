@@ -23,7 +23,11 @@ customer, resource or attribute value, and two different values never share a ke
                  (durability.py); TTL 2 days
     usage index  <prefix>:ui:<minute>                            set of the usage keys written that minute; TTL 2 days
                  (ClusterStore: <prefix>:ui:{c=<customer>}:<minute>, in the slot of the call's customer)
-    epoch        <prefix>:epoch (ClusterStore: <prefix>:epoch:{c=<customer>}), see durability.py
+    epoch        <prefix>:epoch (ClusterStore: <prefix>:epoch:{<tag>}, the epoch of each hash tag's slot), see
+                 durability.py; TTL EPOCH_TTL_MS
+    warm         <prefix>:warm (ClusterStore: <prefix>:warm:{<tag>}): exists once the epoch's warm-up rebuilt every
+                 durable counter of an open window (apps/enforcement/counters/warm_up.py); from then on a missing
+                 durable counter is a new one. Written last, with the epoch's TTL; deleted with the epoch.
     log          <prefix>:dlog:{<tag>}   stream: the decision and session log of the counters and leases of hash tag
                  <tag>, capped (XADD MAXLEN ~), see decision_log.py; TTL 2 days after its last entry
 
@@ -47,6 +51,7 @@ from apps.engine.usage_keys import UsageKeyParts, UsageKeys
 # Names other modules import from here: the whole key layout answers at one address.
 __all__ = [
     "ALLOCATION_TTL_MS",
+    "EPOCH_TTL_MS",
     "IDEMPOTENCY_TTL_MS",
     "MINUTE_MS",
     "USAGE_TTL_MS",
@@ -59,6 +64,8 @@ __all__ = [
 ]
 
 IDEMPOTENCY_TTL_MS = 600_000
+# When the epoch lapses without a loss, a new one only costs the counters of windows open then a rebuild.
+EPOCH_TTL_MS = 7 * 86_400_000
 USAGE_TTL_MS = 2 * 86_400_000
 _MAX_COMPILED = 10_000
 
@@ -170,10 +177,16 @@ class KeyLayout(UsageKeys, LeaseIds):
             return None
         return f"{self.prefix}:i:{{c={enc(item.customer)}}}:{enc(item.request_id)}"
 
-    def epoch_key(self) -> str:
-        """Set by the first check that finds it missing: its absence means Redis lost its data."""
-        return f"{self.prefix}:epoch"
+    def epoch_key(self, tag: str = "") -> str:
+        """Set by the first check that finds it missing: its absence means Redis lost its data. tag: the hash tag
+        ("{c=<customer>}") of the slot whose epoch it is on a Redis Cluster, "" on a single Redis."""
+        return f"{self.prefix}:epoch:{tag}" if tag else f"{self.prefix}:epoch"
 
-    def warm_key(self) -> str:
-        """Set when every durable counter of the epoch's open windows was rebuilt: a missing one is then new."""
-        return f"{self.prefix}:warm"
+    def warm_key(self, tag: str = "") -> str:
+        """The mark that the epoch (of `tag`'s slot on a Redis Cluster) is warm: every durable counter of an open
+        window was rebuilt, so a missing one is new (check.lua asks for no seed then)."""
+        return f"{self.prefix}:warm:{tag}" if tag else f"{self.prefix}:warm"
+
+    def slot_tag(self, key: str) -> str:
+        """The hash tag ("{<tag>}") of a key of this layout that has one (counters, usage, idempotency)."""
+        return "{" + key.split("{", 1)[1].split("}", 1)[0] + "}"

@@ -1,5 +1,17 @@
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class OpsConfig(AppConfig):
     name = "apps.ops"
+
+    def ready(self) -> None:
+        # A check that needs a seed asks for a warm-up (apps/enforcement/counters/warm_up.py), which runs as this
+        # app's job: wired here because enforcement does not import ops. Not with the embedded folder broker (make
+        # run, tests): there the beat job's run every few seconds is the trigger, and no message is left behind.
+        if settings.CELERY_BROKER_URL == "filesystem://":
+            return
+        from apps.enforcement.counters.warm_up import warm_up_trigger_set
+        from apps.ops.tasks import warm_counters_task
+
+        warm_up_trigger_set(lambda counters: warm_counters_task.delay(counters))

@@ -20,6 +20,7 @@ from django.utils import timezone
 from apps.alerts.services.job_outcomes import job_outcome_record
 from apps.enforcement.counters.guarded_store import engine_store
 from apps.enforcement.counters.recovery import counters_reconcile
+from apps.enforcement.counters.warm_up import WarmReport, counters_warm
 from apps.enforcement.decisions.specs import counter_reach_ms
 from apps.enforcement.fallback import fallback_purge
 from apps.enforcement.fallback.ledger import decision_ledger
@@ -74,6 +75,11 @@ def purge_expired(*, now: dt.datetime | None = None) -> PurgeReport:
     return report
 
 
+def warm_counters(counters: tuple[str, ...] = (), progress: Callable[[int], None] | None = None) -> WarmReport:
+    """One GET while the counters are warm; after an empty restart, their bulk rebuild (warm_up.py)."""
+    return counters_warm(store=engine_store(), counters=counters, progress=progress)
+
+
 def drain_decision_log() -> Any:
     # Imported when run, like refresh_toggles: a problem in the quality app breaks its jobs only.
     from apps.quality.services.jobs import decision_log_drain_job
@@ -119,13 +125,19 @@ def store_problems() -> list[str]:
 @dataclass(frozen=True, slots=True)
 class Job:
     name: str
-    run: Callable[[], Any]
+    run: Callable[..., Any]
     task: str
-    cron: str  # minute hour day-of-month month day-of-week, UTC
+    cron: str  # minute hour day-of-month month day-of-week, UTC; "" with every_seconds
     description: str
     # A scheduled run that has not started within this many seconds is dropped, so a worker that was
     # down does not work through a backlog of identical runs (None: never dropped).
     expire_seconds: int | None = None
+    every_seconds: int | None = None  # a job run more often than a minute allows: every this many seconds
+
+    @property
+    def schedule(self) -> str:
+        """When it runs, as pages show it."""
+        return f"every {self.every_seconds} s" if self.every_seconds else f"{self.cron} UTC"
 
 
 JOBS: dict[str, Job] = {
@@ -154,6 +166,16 @@ JOBS: dict[str, Job] = {
             "apps.ops.tasks.purge_expired_task",
             "17 3 * * *",  # https://crontab.guru/#17_3_*_*_*
             "Delete usage past retention, expired overrides and access rules, old flush claims.",
+        ),
+        Job(
+            "warm_counters",
+            warm_counters,
+            "apps.ops.tasks.warm_counters_task",
+            "",
+            "After Redis came up empty, rebuild the durable counters of open windows in bulk, then mark the epoch "
+            "warm (one GET while it is).",
+            expire_seconds=5,
+            every_seconds=5,
         ),
         Job(
             "drain_decision_log",
@@ -198,11 +220,12 @@ JOBS: dict[str, Job] = {
 }
 
 
-def job_run(name: str) -> dict[str, Any]:
-    """Run the job called `name` now; its report as a dict, with its one-line summary under "summary".
-    Each run's outcome is recorded (apps/alerts JobOutcome), which the "beat job failing" alert watches."""
+def job_run(name: str, **arguments: Any) -> dict[str, Any]:
+    """Run the job called `name` now (with `arguments`, when it takes any); its report as a dict, with its one-line
+    summary under "summary". Each run's outcome is recorded (apps/alerts JobOutcome), which the "beat job failing"
+    alert watches."""
     try:
-        report = JOBS[name].run()
+        report = JOBS[name].run(**arguments)
     except Exception as error:
         job_outcome_record(name=name, error=error)
         raise

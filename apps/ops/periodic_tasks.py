@@ -7,7 +7,7 @@ from __future__ import annotations
 import zoneinfo
 
 from django.db import transaction
-from django_celery_beat.models import CrontabSchedule, PeriodicTask
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from apps.ops.jobs import JOBS, Job
 
@@ -24,8 +24,8 @@ def periodic_tasks_setup() -> dict[str, str]:
 def _periodic_task_sync(job: Job) -> str:
     wanted = {
         "task": job.task,
-        "crontab": _crontab(job.cron),
-        "interval": None,
+        "crontab": None if job.every_seconds else _crontab(job.cron),
+        "interval": _interval(job.every_seconds) if job.every_seconds else None,
         "solar": None,
         "clocked": None,
         "one_off": False,
@@ -57,3 +57,8 @@ def _crontab(cron: str) -> CrontabSchedule:
         "timezone": zoneinfo.ZoneInfo("UTC"),
     }
     return CrontabSchedule.objects.filter(**fields).order_by("pk").first() or CrontabSchedule.objects.create(**fields)
+
+
+def _interval(seconds: int) -> IntervalSchedule:
+    fields = {"every": seconds, "period": IntervalSchedule.SECONDS}
+    return IntervalSchedule.objects.filter(**fields).order_by("pk").first() or IntervalSchedule.objects.create(**fields)

@@ -113,7 +113,7 @@ def workload(store: RedisStore, algorithm: str, case: str) -> tuple[list[str], l
         check = CheckItem("acct-1", "PutRecords", resource="shard-1", ip="10.0.0.1")
         checks = [check] * (1 if case == "single" else 100)
     plans = [plan_item(store._layout, check, limits, store.now_hint_ms()) for check in checks]
-    keys, argv, _ = encode(plans, False, "", store._index_base, store._epoch_key, {})
+    keys, argv, _ = encode(plans, False, "", store._index_base, store._epoch_key, {}, warm_key=store._warm_key)
     return keys, argv, len(checks)
 
 

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from apps.engine import CheckItem, KeyLayout, LimitSpec
 from apps.engine.store.plan import ItemPlan, plan_item
 from apps.engine.store.script.args import ALGORITHM_NUMBERS, encode
@@ -16,6 +18,7 @@ from apps.engine.store.script.recorded_call import numbers_of, read_call
 LAYOUT = KeyLayout("t")
 NOW = 1_705_320_000_000  # 2024-01-15T12:00:00Z
 EPOCH = "t:epoch"
+WARM = "t:warm"
 MINUTE = LimitSpec("per-minute", "fixed_window", 10, period_s=60, key_by=("customer",))
 LOG = LimitSpec("log", "sliding_log", 5, period_s=10, key_by=("customer",), shadow=True)
 DAILY = LimitSpec("daily", "calendar", 100, calendar_period="day", key_by=("customer",), durable=True)
@@ -149,19 +152,22 @@ def test_a_lease_sends_its_payload_ttl_and_lease_id() -> None:
     assert keys[0] == "t:i:{c=acct-1}:r"  # the idempotency key comes before the item's counters
 
 
-def test_durable_counters_are_recorded_asked_for_once_given_a_seeder_and_send_the_epoch_key_last() -> None:
+def test_durable_counters_are_recorded_asked_for_once_given_a_seeder_and_send_the_warm_mark_and_epoch_last() -> None:
     plans = [plan(CheckItem("acct-1", "Op"), MINUTE, DAILY)]
 
     keys, argv, _ = encode(plans, False, "", "t:ui:")
     assert EPOCH not in keys  # no seeder: recorded, never rebuilt
     assert read(keys, argv)[0][1].durability == (RECORDED, None)
-    keys, argv, _ = encode(plans, False, "", "t:ui:", EPOCH)
-    assert keys[-1] == EPOCH
+    keys, argv, _ = encode(plans, False, "", "t:ui:", EPOCH, warm_key=WARM)
+    assert keys[-2:] == [WARM, EPOCH]
     assert [d.durability for d in read(keys, argv)[0]] == [(NOT_DURABLE, None), (REBUILT, None)]
-    keys, argv, _ = encode(plans, False, "", "t:ui:", EPOCH, {2: "3600000|1705276800000:42"})
+    keys, argv, _ = encode(plans, False, "", "t:ui:", EPOCH, {2: "3600000|1705276800000:42"}, warm_key=WARM)
     assert [d.durability for d in read(keys, argv)[0]] == [(NOT_DURABLE, None), (REBUILT, "3600000|1705276800000:42")]
-    keys, _, _ = encode([plan(CheckItem("acct-1", "Op"), MINUTE)], False, "", "t:ui:", EPOCH)
+    keys, _, _ = encode([plan(CheckItem("acct-1", "Op"), MINUTE)], False, "", "t:ui:", EPOCH, warm_key=WARM)
     assert EPOCH not in keys  # nothing durable was sent
+    assert WARM not in keys
+    with pytest.raises(ValueError, match="warm mark"):
+        encode(plans, False, "", "t:ui:", EPOCH)  # a mark the script would read as another key
 
 
 def test_the_log_section_follows_the_items_and_names_each_audited_limit_or_lease() -> None:

@@ -42,7 +42,9 @@ def batch() -> list[ItemPlan]:
 def test_a_batch_of_several_limits_reads_back_field_by_field() -> None:
     plans = batch()
     seed = "86400000|1705276800000:7"
-    keys, argv, described = encode(plans, True, NOW, "t:ui:", "t:epoch", {4: seed}, LogSettings("t", "node-1", 500))
+    keys, argv, described = encode(
+        plans, True, NOW, "t:ui:", "t:epoch", {4: seed}, LogSettings("t", "node-1", 500), "t:warm"
+    )
     call = read_call(keys, argv)
 
     assert (call.now, call.mode, call.index_base) == (str(NOW), "a", "t:ui:")

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from django.db import DatabaseError, connection
 
+from apps.enforcement.counters.warm_up import warm_up_wanted
 from apps.engine.durability import History
 from apps.engine.types import SeedRequest
 from apps.usage.selectors import counter_history
@@ -25,7 +26,9 @@ logger = logging.getLogger(__name__)
 
 
 def usage_seeds(requests: Sequence[SeedRequest]) -> list[History]:
-    """Each request's counter records from its look-back start; none for all if PostgreSQL fails."""
+    """Each request's counter records from its look-back start; none for all if PostgreSQL fails. A check asking
+    means its epoch is not warm yet: a warm-up is asked for too (warm_up.py)."""
+    warm_up_wanted([r.counter for r in requests])
     try:
         return [counter_history(counter=r.counter, since_ms=r.since_ms, now_ms=r.now_ms) for r in requests]
     except DatabaseError as error:

@@ -26,7 +26,8 @@
 -- the log section [5..] the strings the numbers name by ARGV index.
 --   durability: NOT_DURABLE; RECORDED: what admitted checks spend is recorded (below); REBUILT: recorded, and a
 --     missing counter whose look-back began before the epoch key (the last KEYS entry) was set may have lost
---     what was spent, so ask. seed: 0 none, else the ARGV index of "<ttl ms>|<state>", the counter rebuilt from
+--     what was spent, so ask, unless the warm mark (the KEYS entry before it, keys.py) says the epoch's warm-up
+--     rebuilt every counter of an open window: then a missing counter is a new one. seed: 0 none, else the ARGV index of "<ttl ms>|<state>", the counter rebuilt from
 --     its records, written while the counter is still missing (apps/engine/store/seeds.py) when an item that is
 --     not a dry run names it; a counter only dry runs name is answered from it unwritten.
 --   max wait: how long the item accepts to wait on a leaky bucket (leaky_bucket.lua, a shaper; a shadow one is
@@ -53,8 +54,8 @@
 --   lease expiry ms (0 = none; 2^53 - 1: an allocation), (over 0|1, remaining, reset ms)*}, or {REPLAYED, stored
 --   decision} where the stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10
 --   minutes).
--- IDEMPOTENCY_TTL_MS, USAGE_TTL_MS, MAX_WAIT_MS, FINGERPRINT_LENGTH: put in place from Python (check_fields.SHARED).
-local EPOCH_TTL_MS = 604800000     -- when it lapses, a new epoch only costs windows open then a re-seed
+-- IDEMPOTENCY_TTL_MS, USAGE_TTL_MS, EPOCH_TTL_MS, MAX_WAIT_MS, FINGERPRINT_LENGTH: put in place from Python
+-- (check_fields.SHARED).
 local HELD = 9007199254740991      -- 2^53 - 1: the lease expiry of an allocation, held until released
 
 -- What the phases share, in one table: every phase is a closure made on each call, and each local of the main
@@ -65,6 +66,7 @@ local C = {
   P = {}, L = {}, item_count = 0,           -- item i's fields are at N[P[i] + ITEM_*]; its limit count at N[L[i]]
   live = false, ids = false,                -- an item is not a dry run (only then may the call write); has an id
   LOGGED = false, epoch_key = false,        -- item i's log entries (positions in N); the epoch key when rebuilding
+  warm_key = false,                         -- the epoch's warm mark (keys.py), read with the epoch
   STORED = false, DUP = false, descriptor = false,  -- request ids: see request_ids
   lent = false,                             -- keys written for this call only (a rebuilt log only dry runs name)
   cache = {},                               -- counter states by key, loaded once per call
@@ -151,8 +153,9 @@ local function read_call()
   end
 
   if durable and defs[durable[1]].durability == REBUILT then
-    C.epoch_key = KEYS[#KEYS]
+    C.epoch_key, C.warm_key = KEYS[#KEYS], KEYS[#KEYS - 1]
     strings[#strings + 1] = C.epoch_key
+    strings[#strings + 1] = C.warm_key
   end
   prefetch(strings)
 end
@@ -261,11 +264,14 @@ local function seeds()
   -- look-back began before it may have forgotten what its records hold. (Resetting the epoch after an outage
   -- decided elsewhere makes every counter of an open window be rebuilt once.) A call of dry runs only reads: it
   -- takes now as the epoch without setting it, which asks for the same counters, and the first call that writes
-  -- sets it.
+  -- sets it. Once the epoch's warm-up is done (its mark is there, and goes with it), nothing is missing: a counter
+  -- that is not there is new.
   local epoch = tonumber(fetch(epoch_key))
   if not epoch then
     epoch = now
     if C.live then call('SET', epoch_key, itos(now), 'PX', EPOCH_TTL_MS) end
+  elseif fetch(C.warm_key) then
+    return nil
   end
   local missing = {NEEDS_SEED, now}
   for _, d in ipairs(durable) do

@@ -34,6 +34,7 @@ from apps.engine.store.script.args import encode
 from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.slots import CrossSlotCheck, reused_positions
 from apps.engine.store.spread import SpreadChecks
+from apps.engine.store.warm import WarmWriter
 from apps.engine.types import CheckItem, IdempotencyKeyReused
 
 # Answers of a pipelined call that did not run the script: sending the group again alone is safe.
@@ -54,7 +55,7 @@ class ClusterStore(SpreadChecks, RedisStore):
         tag = f"{{c={enc(item.customer)}}}"
         if key_slot(tag.encode()) != slot:
             return None
-        return [f"{self._layout.prefix}:epoch:{tag}", f"{self._layout.prefix}:warm:{tag}"]
+        return [self._layout.epoch_key(tag), self._layout.warm_key(tag)]
 
     def _rows(self, plans: list[ItemPlan], atomic: bool, client: Any = None) -> list[list[Any]]:
         client = client or self._client
@@ -81,23 +82,24 @@ class ClusterStore(SpreadChecks, RedisStore):
         pipe = client.pipeline(transaction=False)
         calls = []
         for members in groups.values():
-            index_base, epoch_key = self._slot_keys(plans[members[0]])
-            keys, args, _ = encode([plans[i] for i in members], atomic, now, index_base, epoch_key, {}, self._log)
+            index_base, epoch_key, warm_key = self._slot_keys(plans[members[0]])
+            group = [plans[i] for i in members]
+            keys, args, _ = encode(group, atomic, now, index_base, epoch_key, {}, self._log, warm_key)
             # The node named: without it redis-py 8.1's cluster pipeline asks a node for the keys of every
             # EVALSHA (COMMAND GETKEYS, one more round trip per slot); a redirected group is sent again alone.
             node = client.get_node_from_key(keys[0])
             deadline = deadline_arg(client)
             pipe.execute_command("EVALSHA", self._check.sha, len(keys), *keys, *args, deadline, target_nodes=node)
-            calls.append((members, index_base, epoch_key))
+            calls.append((members, index_base, epoch_key, warm_key))
         answers = pipe.execute(raise_on_error=False)
         rows: list[list[Any]] = [[] for _ in plans]
-        for (members, index_base, epoch_key), answer in zip(calls, answers, strict=True):
+        for (members, index_base, epoch_key, warm_key), answer in zip(calls, answers, strict=True):
             group = [plans[i] for i in members]
             raise_if_deadline(answer)
             if isinstance(answer, Exception) and not isinstance(answer, NOT_RUN):
                 raise answer  # e.g. CLUSTERDOWN during a failover: the limits' failure policies answer
             if isinstance(answer, NOT_RUN) or _asks_seeds(answer):
-                answer = self._group_rows(client, group, atomic, index_base, epoch_key)
+                answer = self._group_rows(client, group, atomic, index_base, epoch_key, warm_key)
             _raise_if_reused(answer, members)
             if len(answer) != len(members):
                 raise ValueError(f"check.lua answered {len(answer)} rows for {len(members)} checks")
@@ -125,6 +127,7 @@ class ClusterStore(SpreadChecks, RedisStore):
         atomic: bool,
         index_base: str,
         epoch_key: str | None,
+        warm_key: str,
         now: int | None = None,
     ) -> list[list[Any]]:
         """One slot's checks called alone: loads the script if the node lacks it, rebuilds missing counters.
@@ -132,19 +135,23 @@ class ClusterStore(SpreadChecks, RedisStore):
         seeds: dict[int, str] = {}
         for _ in range(MAX_SEED_CALLS):
             at = self._now_arg() if now is None else now
-            keys, args, definitions = encode(plans, atomic, at, index_base, epoch_key, seeds, self._log)
+            keys, args, definitions = encode(plans, atomic, at, index_base, epoch_key, seeds, self._log, warm_key)
             rows = self._eval(client, keys, args)
             if not _asks_seeds(rows):
                 return rows
             seeds.update(self._seeds(rows[0], definitions))
         raise RuntimeError(f"check.lua still asked for seeds after {MAX_SEED_CALLS} calls")
 
-    def _slot_keys(self, plan: ItemPlan) -> tuple[str, str | None]:
-        """(usage index base, epoch key) in the slot of `plan`'s customer."""
-        prefix = self._layout.prefix
-        tag = plan.usage_base[len(prefix) + 3 :].split("}", 1)[0] + "}"  # "{c=<customer>}"
-        epoch_key = f"{prefix}:epoch:{tag}" if self._seeder is not None else None
-        return f"{prefix}:ui:{tag}:", epoch_key
+    def _slot_keys(self, plan: ItemPlan) -> tuple[str, str | None, str]:
+        """(usage index base, epoch key, warm mark) in the slot of `plan`'s usage (its customer's; an away part's
+        counters' tag, slots.py): the epoch and its mark are per hash tag here (keys.py)."""
+        tag = self._layout.slot_tag(plan.usage_base)  # "{c=<customer>}"
+        epoch_key = self._layout.epoch_key(tag) if self._seeder is not None else None
+        return f"{self._layout.prefix}:ui:{tag}:", epoch_key, self._layout.warm_key(tag)
+
+    def warm_writer(self) -> WarmWriter:
+        """The warm-up's writes, per hash tag here (store/warm.py)."""
+        return WarmWriter(self._client, self._layout, cluster=True, clock=self._clock)
 
     def node_of_customer(self, customer: str) -> str:
         """The name (host:port) of the master serving `customer`'s counters, from the client's slot map (no
@@ -176,14 +183,14 @@ class ClusterStore(SpreadChecks, RedisStore):
             self._client.delete(index, *members)  # one slot: the index and its members share the tag
 
     def counters_forget(self, counters: Sequence[str]) -> None:
-        """Delete `counters` and the epoch of each of their slots' customers (rebuilt when next needed)."""
+        """Delete `counters`, and the epoch of each of their slots with its warm mark (rebuilt when next needed, and
+        warmed again: apps/enforcement/counters/warm_up.py)."""
         for counter in counters:
             keys = self._layout.keys_of_counter(counter)
-            tag = counter.split("}", 1)[0][len("c:") :] + "}"
+            tag = self._layout.slot_tag(counter)
             pipe = self._client.pipeline(transaction=False)
             pipe.delete(*keys)
-            if tag.startswith("{c="):
-                pipe.delete(f"{self._layout.prefix}:epoch:{tag}")
+            pipe.delete(self._layout.epoch_key(tag), self._layout.warm_key(tag))
             pipe.execute()
 
     def _index_keys(self, minute: str) -> list[str]:

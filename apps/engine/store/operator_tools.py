@@ -38,12 +38,13 @@ class RedisOperatorTools:
 
     def counters_forget(self, counters: Sequence[str]) -> None:
         """Delete `counters` (keys without the prefix) and start a new epoch, in one transaction: each durable
-        counter is rebuilt from its records when next needed (after spending that Redis did not see)."""
+        counter is rebuilt from its records when next needed (after spending that Redis did not see). The epoch's
+        warm mark goes with it, so the warm-up runs again (apps/enforcement/counters/warm_up.py)."""
         keys = [key for counter in counters for key in self._layout.keys_of_counter(counter)]
         pipe = self._client.pipeline(transaction=True)
         if keys:
             pipe.delete(*keys)
-        pipe.delete(self._layout.epoch_key())
+        pipe.delete(self._layout.epoch_key(), self._layout.warm_key())
         pipe.execute()
 
     def leases_live(self, keys: Sequence[str]) -> int:

@@ -42,6 +42,7 @@ from apps.engine.store.seeds import seed_text
 from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
 from apps.engine.store.shaped import ShapedChecks
 from apps.engine.store.stored_decisions import row_decision, stored_outcome
+from apps.engine.store.warm import WarmWriter
 from apps.engine.types import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, SeedRequest
 
 # Answers, per request, the counter's records since the look-back start: (bucket start ms, amount) pairs.
@@ -78,12 +79,17 @@ class RedisStore(RedisOperatorTools):
         self._clock = clock
         self._seeder = seeder
         self._epoch_key = self._layout.epoch_key() if seeder is not None else None
+        self._warm_key = self._layout.warm_key()
         self._hint: Clock = clock or SystemClock()
         self._check = DeadlineScript(client, CHECK_SCRIPT)
         self._leases = RedisLeases(client, self._layout, self._now_arg, self._log)
         self._index_base = f"{key_prefix}:ui:"
         self._names = RedisNameBudget(client, key_prefix=key_prefix, clock=self._hint)
         self._shaped = ShapedChecks(client, self._layout, seeder is not None, self._shape_keys if shaped else None)
+
+    def warm_writer(self) -> WarmWriter:
+        """What the warm-up after an empty restart writes through (store/warm.py)."""
+        return WarmWriter(self._client, self._layout, cluster=False, clock=self._clock)
 
     def names_admit(self, service: str, names: Sequence[str], per_day: int) -> list[bool]:
         """See Store.names_admit: one atomic call for all of them (name_admit.lua)."""
@@ -187,7 +193,9 @@ class RedisStore(RedisOperatorTools):
         now = self._now_arg()
         seeds: dict[int, str] = {}
         for _ in range(MAX_SEED_CALLS):
-            keys, args, definitions = encode(plans, atomic, now, self._index_base, self._epoch_key, seeds, self._log)
+            keys, args, definitions = encode(
+                plans, atomic, now, self._index_base, self._epoch_key, seeds, self._log, self._warm_key
+            )
             rows = self._eval(client, keys, args)
             if not (rows and rows[0] and rows[0][0] == NEEDS_SEED):
                 break

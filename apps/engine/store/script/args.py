@@ -42,13 +42,15 @@ def encode(
     epoch_key: str | None = None,
     seeds: Mapping[int, str] | None = None,
     log: LogSettings | None = None,
+    warm_key: str | None = None,
 ) -> tuple[list[str], list[Any], list[tuple[LimitPlan, CheckItem]]]:
     """KEYS and ARGV of check.lua for `plans`, and (limit, item) per definition number (from 1).
 
     now: ms, or '' for Redis TIME; index_base: ARGV[3]; epoch_key: None = no seeder, a durable counter is
-    recorded but never rebuilt; seeds: {definition number: rebuilt state} (seeds.py); log: None = no log section.
+    recorded but never rebuilt; seeds: {definition number: rebuilt state} (seeds.py); log: None = no log section;
+    warm_key: the epoch's warm mark (KeyLayout.warm_key), required with an epoch key.
     """
-    args = CheckArgs(epoch_key, seeds)
+    args = CheckArgs(epoch_key, seeds, warm_key)
     args.add_items(plans)
     if log is not None:
         args.add_log(plans, log)
@@ -62,6 +64,7 @@ class CheckArgs:
         "_definition_numbers",
         "_definitions",
         "_epoch_key",
+        "_warm_key",
         "_item_count",
         "_items",
         "_key_indexes",
@@ -74,8 +77,11 @@ class CheckArgs:
         "described",
     )
 
-    def __init__(self, epoch_key: str | None, seeds: Mapping[int, str] | None) -> None:
+    def __init__(self, epoch_key: str | None, seeds: Mapping[int, str] | None, warm_key: str | None = None) -> None:
+        if epoch_key is not None and warm_key is None:
+            raise ValueError("a store that rebuilds counters sends the epoch's warm mark with its epoch key")
         self._epoch_key = epoch_key
+        self._warm_key = warm_key
         self._seeds = seeds or _NO_SEEDS
         self._seeding = False
         self._keys: list[str] = []
@@ -132,9 +138,9 @@ class CheckArgs:
         return first
 
     def keys(self) -> list[str]:
-        """KEYS: the keys in order of first use, then the epoch key when a counter may be rebuilt."""
-        if self._seeding and self._epoch_key is not None:
-            return [*self._keys, self._epoch_key]
+        """KEYS: the keys in order of first use, then the warm mark and the epoch key when a counter may be rebuilt."""
+        if self._seeding and self._epoch_key is not None and self._warm_key is not None:
+            return [*self._keys, self._warm_key, self._epoch_key]
         return self._keys
 
     def argv(self, now: int | str, atomic: bool, index_base: str) -> list[Any]:

@@ -6,8 +6,8 @@ Python that writes (args.py) or reads (recorded_call.py) a call cannot drift apa
 
 KEYS: every key of the call, each once, in order of first use; the numbers name a key by its index (from 1).
 An item's idempotency key (when it has a request id; a dry run only reads it) comes before the counter keys of
-its new definitions; a definition's keys are consecutive (sliding_log has two). The epoch key comes last, and
-only when a durable definition is sent by a store with a seeder.
+its new definitions; a definition's keys are consecutive (sliding_log has two). The warm mark and the epoch key
+(keys.py) come last, in that order, and only when a durable definition is sent by a store with a seeder.
 
 ARGV:
     [1] now ms ('' = Redis TIME)    [2] 'a' atomic | 'i' independent    [3] usage index base ("<prefix>:ui:")
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from apps.engine.keys import IDEMPOTENCY_TTL_MS, USAGE_TTL_MS
+from apps.engine.keys import EPOCH_TTL_MS, IDEMPOTENCY_TTL_MS, USAGE_TTL_MS
 from apps.engine.store.plan import FINGERPRINT_LENGTH
 from apps.engine.types import MAX_WAIT_MS
 
@@ -141,6 +141,7 @@ GROUPS: tuple[tuple[str, type[tuple[object, ...]]], ...] = (
 SHARED = {
     "IDEMPOTENCY_TTL_MS": IDEMPOTENCY_TTL_MS,  # by the script's clock, so a test clock and Redis expiry agree
     "USAGE_TTL_MS": USAGE_TTL_MS,
+    "EPOCH_TTL_MS": EPOCH_TTL_MS,  # the warm-up (store/warm.py) sets a missing epoch with the same TTL
     "MAX_WAIT_MS": MAX_WAIT_MS,  # a shaper's level may exceed its capacity by this much drain
     "FINGERPRINT_LENGTH": FINGERPRINT_LENGTH,  # a descriptor ends with the request's fingerprint, this many digits
     "NOT_DURABLE": NOT_DURABLE,

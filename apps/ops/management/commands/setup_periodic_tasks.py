@@ -16,4 +16,4 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         for name, outcome in periodic_tasks_setup().items():
             job = JOBS[name]
-            self.stdout.write(f"{name}: {outcome} ({job.cron} UTC -> {job.task})")
+            self.stdout.write(f"{name}: {outcome} ({job.schedule} -> {job.task})")
