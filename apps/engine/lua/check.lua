@@ -249,16 +249,7 @@ local function seeds()
     end
   end
 
-  -- The earliest time whose spending still shapes the counter now (durability.lookback_start): a bucket
-  -- looks back twice the time a full bucket takes to drain (durability.rebuild), a shaper's with its queue.
-  local function lookback(lim)
-    local code = lim.code
-    if code == 'cal' then return lim.ws end
-    if code == 'fw' then return now - now % lim.per end
-    if code == 'swc' then return now - now % lim.per - lim.per end
-    if code == 'sl' then return now - lim.per end
-    return now - 2 * (ceil_div(lim.cap * lim.per, lim.q) + (code == 'lb' and MAX_WAIT_MS or 0))
-  end
+  -- lookback(lim, now): the earliest time whose spending still shapes the counter (lookback.lua).
 
   -- After a Redis data loss the epoch key is gone too: it is set again now, and a missing durable counter whose
   -- look-back began before it may have forgotten what its records hold. (Resetting the epoch after an outage
@@ -277,7 +268,7 @@ local function seeds()
   for _, d in ipairs(durable) do
     local lim = defs[d]
     if lim.seed == 0 then
-      local since = lookback(lim)
+      local since = lookback(lim, now)
       if since < epoch and not fetch(lim.key2 or lim.key) then
         missing[#missing + 1] = d
         missing[#missing + 1] = since

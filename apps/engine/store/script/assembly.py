@@ -71,10 +71,11 @@ def lua_file(name: str) -> str:
 
 
 def assemble(body: str = "check.lua", read: Callable[[str], str] = lua_file) -> Assembled:
-    """lib.lua, the generated constants, CODES, define(code) with each algorithm's fragments, then `body`.
+    """lib.lua, lookback.lua, the generated constants, CODES, define(code) with each algorithm's fragments, then `body`.
     read: a .lua file's text by name (a test may hand in a broken fragment)."""
     script = Assembled()
     script.add("lib.lua", read("lib.lua"))
+    script.add("lookback.lua", read("lookback.lua"))
     script.add(f"{GENERATED} check_fields.py", "-- check_fields.lua_names() are replaced by their values below.")
     codes = ", ".join(f"'{ALGORITHM_CODES[name]}'" for name in ALGORITHM_NUMBERS)
     script.add(f"{GENERATED} CODES, define()", f"local CODES = {{{codes}}}\ndefine = function(code)")
