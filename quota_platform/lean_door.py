@@ -48,7 +48,7 @@ class EnvironRequest(HttpRequest):
     building the rest of a request."""
 
     def __init__(self, environ: WSGIEnvironment) -> None:  # HttpRequest.__init__ builds what is not read here
-        self.META = environ  # type: ignore[assignment]  # an environ is what Django's META is
+        self.META = environ  # an environ is what Django's META is
 
     def _get_scheme(self) -> str:
         return str(self.META.get("wsgi.url_scheme", "http"))
@@ -103,9 +103,7 @@ def security_headers(secure: bool) -> dict[str, str]:
     headers = _security_headers.get(secure)
     if headers is None:
         middleware = SecurityMiddleware(lambda request: HttpResponse())
-        request = HttpRequest()
-        request.META = {"wsgi.url_scheme": "https" if secure else "http"}
-        request._get_scheme = lambda: request.META["wsgi.url_scheme"]  # type: ignore[method-assign]
+        request = EnvironRequest({"wsgi.url_scheme": "https" if secure else "http"})
         response = middleware.process_response(request, HttpResponse())
         headers = {name: value for name, value in response.items() if name != "Content-Type"}
         _security_headers[secure] = headers

@@ -139,7 +139,7 @@ def error_answer(error: Exception, path: str) -> Answer:
     """`error` in the one error shape, by the API's exception handler, with DRF's headers (WWW-Authenticate on a
     401, Retry-After on a 429). Call it from an `except` block: a bug is logged with its traceback there."""
     if isinstance(error, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
-        error.auth_header = AUTHENTICATE_HEADER  # type: ignore[attr-defined]  # as APIView.handle_exception sets it
+        error.auth_header = AUTHENTICATE_HEADER  # type: ignore[union-attr]  # as APIView.handle_exception sets it
     response = error_response_handler(error, {"request": _ErrorContext(path)})
     if response is None:  # the handler answers every exception; this keeps mypy and a future change honest
         raise error
