@@ -1,6 +1,6 @@
 """Production server settings for gunicorn: `gunicorn -c python:quota_platform.gunicorn_conf quota_platform.wsgi`.
 
-Checks are short, CPU-bound sync Django views waiting on one Redis round trip, so plain
+Checks are short, CPU-bound sync WSGI calls (the lean door, wsgi.py) waiting on one Redis round trip, so plain
 sync workers are the cheapest model (ASGI costs 2-3x the CPU per request for sync views).
 Every value can be changed through the environment variable named beside it.
 """

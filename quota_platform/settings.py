@@ -266,6 +266,9 @@ QUOTA_LEDGER_FLUSH_S = env.float("QUOTA_LEDGER_FLUSH_S", default=5.0)
 # prefix: past the limit within the window, further failures answer 429 (0 = off). A valid key is never refused.
 QUOTA_BAD_KEY_LIMIT = env.int("QUOTA_BAD_KEY_LIMIT", default=20)
 QUOTA_BAD_KEY_WINDOW_S = env.float("QUOTA_BAD_KEY_WINDOW_S", default=60.0)
+# POST /api/v1/check and /check/batch answered by the lean WSGI door (quota_platform/lean_door.py), the same answers
+# for less CPU; false sends them through Django's middleware and DRF like every other endpoint.
+QUOTA_LEAN_DOOR = env.bool("QUOTA_LEAN_DOOR", default=True)
 # A check on an operation that is not configured: "allow" (no limits apply, the answer warns) or "reject" (404).
 QUOTA_UNKNOWN_OPERATIONS = _one_of("QUOTA_UNKNOWN_OPERATIONS", "allow", ("allow", "reject"))
 # New customer and operation names one service may bring in per day; past it they are counted as "(other)".

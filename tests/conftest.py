@@ -17,7 +17,7 @@ from hypothesis import HealthCheck
 hypothesis.settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 hypothesis.settings.load_profile("suite")
 
-pytest_plugins = ["tests.api_fixtures", "tests.fixtures_cluster", "tests.slow_report"]
+pytest_plugins = ["tests.api_fixtures", "tests.api_doors", "tests.fixtures_cluster", "tests.slow_report"]
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,8 @@ import math
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -32,6 +33,8 @@ BAD_KEY_MAX_ENTRIES = 10_000
 # Longest address or prefix kept: no real one is longer (IPv6 text is at most 45), and a longer one sent to grow
 # memory is as well told apart by its start.
 BAD_KEY_PART_CHARS = 64
+# The WWW-Authenticate header of a 401: the scheme the caller should use.
+AUTHENTICATE_HEADER = 'Bearer realm="quota-platform"'
 
 
 class TooManyBadKeys(exceptions.Throttled):
@@ -107,29 +110,39 @@ last_used_recorder = BackgroundRecorder(
 )
 
 
+def principal_of_header(header: str, meta: Mapping[str, Any]) -> ApiPrincipal | None:
+    """The caller an `Authorization` header names (None: no header), checked against the snapshot's keys.
+
+    Raises AuthenticationFailed (401) for a malformed header or a key that is not valid, TooManyBadKeys (429) once
+    the client address (read from `meta`: a request's META or a WSGI environ) has sent too many bad keys. Both the
+    DRF authenticator and the decision core (apps/enforcement/decisions/core.py) authenticate through here."""
+    if not header:
+        return None
+    scheme, _, raw_key = header.partition(" ")
+    raw_key = raw_key.strip()
+    if scheme.lower() != "bearer" or not raw_key or len(raw_key) > MAX_KEY_LENGTH:
+        raise exceptions.AuthenticationFailed("Send the API key as 'Authorization: Bearer <key>'.")
+    principal = api_principal_of_key(raw_key=raw_key, keys=snapshot_current().keys_by_prefix)
+    if principal is None:
+        address = client_ip_of_meta(meta) or ""
+        wait_s = bad_key_guard.failed(address, api_key_prefix_of(raw_key))
+        if wait_s > 0:
+            raise TooManyBadKeys(wait=math.ceil(wait_s))
+        raise exceptions.AuthenticationFailed("This API key is not valid (unknown, mistyped or revoked).")
+    last_used_recorder.record(principal.prefix, timezone.now())
+    return principal
+
+
 class ApiKeyAuthentication(BaseAuthentication):
     """`Authorization: Bearer <key>`. Sets request.user to an ApiPrincipal."""
 
     def authenticate(self, request: Request) -> tuple[ApiPrincipal, str] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not header:
-            return None
-        scheme, _, raw_key = header.partition(" ")
-        raw_key = raw_key.strip()
-        if scheme.lower() != "bearer" or not raw_key or len(raw_key) > MAX_KEY_LENGTH:
-            raise exceptions.AuthenticationFailed("Send the API key as 'Authorization: Bearer <key>'.")
-        principal = api_principal_of_key(raw_key=raw_key, keys=snapshot_current().keys_by_prefix)
-        if principal is None:
-            address = client_ip_of_meta(request.META) or ""
-            wait_s = bad_key_guard.failed(address, api_key_prefix_of(raw_key))
-            if wait_s > 0:
-                raise TooManyBadKeys(wait=math.ceil(wait_s))
-            raise exceptions.AuthenticationFailed("This API key is not valid (unknown, mistyped or revoked).")
-        last_used_recorder.record(principal.prefix, timezone.now())
-        return principal, raw_key
+        principal = principal_of_header(header, request.META)
+        return None if principal is None else (principal, header.partition(" ")[2].strip())
 
     def authenticate_header(self, request: Request) -> str:
-        return 'Bearer realm="quota-platform"'
+        return AUTHENTICATE_HEADER
 
 
 def request_principal(request: Request) -> ApiPrincipal:

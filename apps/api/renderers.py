@@ -30,14 +30,29 @@ class OrjsonParser(BaseParser):
         # Enforce Django's body size limit ourselves: reading the stream directly bypasses it.
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         body = stream.read(limit + 1) if limit is not None else stream.read()
-        if limit is not None and len(body) > limit:
-            raise RequestDataTooBig("The request body is too large.")
-        try:
-            data = orjson.loads(body)
-        except orjson.JSONDecodeError as error:
-            raise ParseError(f"The body is not valid JSON: {error}") from None
+        body_size_check(len(body))
         # What DRF makes of a bare value too, without the AttributeError it raises and catches to find out.
-        return DataAndFiles(data, MultiValueDict())
+        return DataAndFiles(json_of_body(body), MultiValueDict())
+
+
+def body_size_check(length: int) -> None:
+    """Django's body size limit (DATA_UPLOAD_MAX_MEMORY_SIZE): RequestDataTooBig, answered 413, past it."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if limit is not None and length > limit:
+        raise RequestDataTooBig("The request body is too large.")
+
+
+def json_of_body(body: bytes) -> Any:
+    """A JSON body as Python values; DRF's ParseError (400 malformed_json) when it is not JSON."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise ParseError(f"The body is not valid JSON: {error}") from None
+
+
+def is_json_media_type(content_type: str) -> bool:
+    """Whether a request's Content-Type selects the JSON parser (negotiation.JsonOnlyNegotiation)."""
+    return content_type.startswith(OrjsonParser.media_type)
 
 
 class OrjsonResponse(HttpResponse):

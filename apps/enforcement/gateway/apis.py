@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from apps.api.authentication import request_principal
 from apps.enforcement.api_base import EnforcementApi
 from apps.enforcement.decisions import schema_docs as decision_docs
-from apps.enforcement.decisions.apis import STATUS_BY_CODE, observe, outcome_body, outcome_headers
+from apps.enforcement.decisions.answers import STATUS_BY_CODE, observe, outcome_body, outcome_headers
 from apps.enforcement.gateway.authz import authz_evaluate, forwarded_request
 from apps.limits.snapshot_holder import snapshot_current
 

@@ -13,7 +13,7 @@ from apps.api.authentication import request_principal
 from apps.api.fields import parse_path_text
 from apps.enforcement.api_base import EnforcementApi
 from apps.enforcement.decisions import serializers
-from apps.enforcement.decisions.apis import STATUS_BY_CODE, observe, outcome_body, outcome_headers
+from apps.enforcement.decisions.answers import STATUS_BY_CODE, observe, outcome_body, outcome_headers
 from apps.enforcement.decisions.headers import retry_after_header
 from apps.enforcement.decisions.parsing import MAX_LEASE_ID_LENGTH
 from apps.enforcement.leases import schema_docs as lease_docs

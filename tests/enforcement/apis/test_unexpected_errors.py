@@ -8,7 +8,7 @@ def test_an_unexpected_error_still_answers_in_the_error_shape(service_key, engin
     def broken(**kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("apps.enforcement.decisions.apis.check_evaluate", broken)
+    monkeypatch.setattr("apps.enforcement.decisions.core.check_evaluate", broken)
 
     response = client_with(service_key).post("/api/v1/check", {"customer": "a", "operation": "b"}, format="json")
 
