@@ -30,8 +30,8 @@ from apps.enforcement.decisions.outcomes import (
 from apps.enforcement.decisions.specs import engine_args, limit_spec_of
 from apps.enforcement.decisions.unknown_names import OTHER_NAME, names_checked
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
-from apps.enforcement.ledger.pending import decision_counts, decision_ledger
 from apps.enforcement.hybrid.decide import hybrid_batch, hybrid_decide
+from apps.enforcement.ledger.pending import decision_counts, decision_ledger
 from apps.enforcement.ledger.tally import decision_tally, decisions_tally
 from apps.engine import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitSpec
 from apps.limits.algorithms import holds_leases

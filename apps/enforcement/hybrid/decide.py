@@ -26,10 +26,10 @@ from collections.abc import Callable
 from apps.enforcement.counters.guarded_store import engine_call
 from apps.enforcement.decisions.specs import EngineArgs
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
-from apps.enforcement.ledger.pending import decision_counts, decision_ledger
-from apps.enforcement.ledger.tally import decision_tally, decisions_tally
 from apps.enforcement.hybrid.counting import HybridHold, Taken, hybrid_give_back, hybrid_spent, hybrid_take
 from apps.enforcement.hybrid.stores import CLOCK, stored_decisions
+from apps.enforcement.ledger.pending import decision_counts, decision_ledger
+from apps.enforcement.ledger.tally import decision_tally, decisions_tally
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, LimitResult
 from apps.engine.store.stored_decisions import StoredDecisions, check_fingerprint
 
@@ -146,8 +146,10 @@ def hybrid_batch(items: list[CheckItem], args: list[EngineArgs], mode: str) -> l
             fallback_batch([(item, arg.exact) for item, arg in zip(items, args, strict=True)], atomic=True)
         ),
     )
-    decisions_tally([pair for pair, arg in zip(pairs, args, strict=True) if arg.exact],
-                    [decision for decision, arg in zip(exact, args, strict=True) if arg.exact])
+    decisions_tally(
+        [pair for pair, arg in zip(pairs, args, strict=True) if arg.exact],
+        [decision for decision, arg in zip(exact, args, strict=True) if arg.exact],
+    )
     refused = not all(decision.allowed for decision in exact)
     for hold in holds if refused else ():
         hybrid_give_back(hold.taken)

@@ -31,6 +31,7 @@ from apps.common.quarantine import UNWRITABLE, Sifted, rows_quarantined, rows_si
 from apps.enforcement.counters.recovery import Spending, rebuilds_mark
 from apps.enforcement.decisions.specs import counter_reach_ms
 from apps.engine import CheckItem
+from apps.engine.decision_usage import Record
 from apps.engine.store.plan import usage_costs
 from apps.usage.services import DecisionCounts, counter_records_add, usage_decisions_add
 from apps.usage.services.quarantine import usage_quarantine_add
@@ -47,7 +48,6 @@ FIELDS: tuple[str, ...] = (*OUTCOMES, "shadow_denied", "degraded", "logged")
 POSITION = {name: n for n, name in enumerate(FIELDS)}
 ALLOWED, DENIED, SHADOW, LOGGED = POSITION["allowed"], POSITION["denied"], POSITION["shadow_denied"], POSITION["logged"]
 Key = tuple[str, str, str, str, int]  # customer, operation, service, api_key, minute
-Record = tuple[tuple[str, int], int]  # ((counter, bucket start ms), amount)
 
 
 def decision_counts(item: CheckItem, outcome: str, *, degraded: bool, now_ms: int) -> DecisionCounts:

@@ -73,3 +73,74 @@ def item_entries(plan: ItemPlan, allowed: bool, lease_expires: int, now: int, in
             acquired = _limit_entry(plan, limit, now, instance, ACQUIRE)
             entries.append(replace(acquired, lease=plan.lease[0], expires_ms=lease_expires))
     return entries
+
+
+def member_owner(member: str) -> str:
+    """The customer a lease member names ("<b64 customer>.<random>", keys.new_lease)."""
+    owner = member.split(".", 1)[0]
+    return base64.urlsafe_b64decode(owner + "=" * (-len(owner) % 4)).decode()
+
+
+def lease_entry(
+    prefix: str, kind: str, key: str, member: str, now: int, instance: str, expires: int, usage_base: str | None
+) -> LogEntry:
+    """A renew or release of lease `member` on concurrency set `key` (usage_base: from its record, or None)."""
+    # "<prefix>:u:{<tag>}:<operation>:[s=<service>:][k=<key>:]" (keys.py): the operation is the first part.
+    operation = unquote(usage_base.split("}:", 1)[1].split(":", 1)[0]) if usage_base else ""
+    limit = unquote(key[len(prefix) + 1 :].split("}:", 1)[1].split(":", 2)[1])
+    return LogEntry(
+        "",
+        now,
+        kind,
+        member_owner(member),
+        operation,
+        limit,
+        LEASE_SET.name,
+        key,
+        mode=MODE_EXACT,
+        instance=instance,
+        lease=member,
+        expires_ms=expires,
+    )
+
+
+def expire_entry(key: str, member: str, expires: int, now: int, instance: str) -> LogEntry:
+    """An expired lease found by the store as it drops it."""
+    return LogEntry("", now, EXPIRE, member_owner(member), key=key, instance=instance, lease=member, expires_ms=expires)
+
+
+class MemoryLog:
+    """MemoryStore's decision log: per stream (decision_log.log_key_of each entry's key), the latest
+    `max_per_slot` entries, with ids "<at ms>-<sequence>" as Redis gives them (in order within a stream)."""
+
+    def __init__(self, prefix: str, max_per_slot: int) -> None:
+        self._prefix = prefix
+        self._max = max_per_slot
+        self._streams: dict[str, deque[LogEntry]] = {}
+        self._last: tuple[int, int] = (0, -1)
+
+    def add(self, entries: Iterable[LogEntry]) -> None:
+        """Append `entries` in order, each to its stream (the oldest of a full stream dropped)."""
+        for entry in entries:
+            at, sequence = self._last
+            self._last = (entry.at_ms, 0) if entry.at_ms > at else (at, sequence + 1)
+            stream = log_key_of(self._prefix, entry.key)
+            kept = self._streams.get(stream)
+            if kept is None:
+                kept = self._streams[stream] = deque(maxlen=self._max)
+            kept.append(replace(entry, entry_id=f"{self._last[0]}-{self._last[1]}"))
+
+    def streams(self) -> dict[str, list[LogEntry]]:
+        """Every stream's entries, oldest first."""
+        return {stream: list(entries) for stream, entries in sorted(self._streams.items())}
+
+
+def expired_in(
+    held: Iterable[tuple[int, str]] | None, key: str, now: int, instance: str, member: str | None = None
+) -> list[LogEntry]:
+    """The expire entries of the leases of concurrency state `held` expired by `now` (only `member`'s, if given)."""
+    return [
+        expire_entry(key, name, at, now, instance)
+        for at, name in held or ()
+        if at <= now and (member is None or name == member)
+    ]
