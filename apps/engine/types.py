@@ -149,7 +149,7 @@ class Decision:
     (shapers) admitted leaves at their rate (the largest of their delays; 0 = go now).
     decided_at_ms: the store's time of the decision (the check script's `now`; 0 = not known, e.g. a replay). Usage
     is tallied in its minute and durable records in its buckets, so they agree with the windows the store decided
-    in whatever the host's clock says (apps/enforcement/decisions/tally.py). Not part of equality: two decisions
+    in whatever the host's clock says (apps/engine/decision_usage.py). Not part of equality: two decisions
     that say the same are equal whenever they were made.
     """
 

@@ -36,7 +36,7 @@ from apps.engine.store.plan import usage_costs
 from apps.usage.services import DecisionCounts, counter_records_add, usage_decisions_add
 from apps.usage.services.quarantine import usage_quarantine_add
 from apps.usage.services.writers import writer_flushed, writer_name
-from apps.usage.vocabulary import CHECKS
+from apps.usage.vocabulary import CHECKS, checks
 
 logger = logging.getLogger(__name__)
 MINUTE_MS = 60_000
@@ -70,7 +70,7 @@ def decision_counts(item: CheckItem, outcome: str, *, degraded: bool, now_ms: in
 
 def decisions_write(rows: list[DecisionCounts], spending: Spending, writer: str = "") -> int:
     """Add decision counts, and what they spent on durable counters, in one transaction (with `writer`'s
-    heartbeat, when named); how many rows were added. Rows the database refuses on their own are quarantined
+    heartbeat, when named); how many decisions were added. Rows the database refuses on their own are quarantined
     instead (module docstring)."""
     try:
         return _decisions_add(rows, spending, writer, sift=False)
@@ -89,7 +89,7 @@ def _decisions_add(rows: list[DecisionCounts], spending: Spending, writer: str, 
         if writer:
             writer_flushed(name=writer, interval_s=settings.QUOTA_LEDGER_FLUSH_S)
     rows_quarantined(writer=WRITER, keys=[(key, reason) for key, _, reason in refused])
-    return len(sifted.good)
+    return sum(checks(row) for row in sifted.good)
 
 
 class DecisionLedger:
@@ -167,12 +167,11 @@ class DecisionLedger:
         rows = [_row(key, amounts, costs.get(key, {})) for key, amounts in counts.items()]
         self.writer = self.writer or writer_name()
         try:
-            decisions_write(rows, spending, self.writer)
+            return decisions_write(rows, spending, self.writer)
         except Exception:
             with self._lock:  # keep them for the next round, in front of what came meanwhile
                 self._merge_back(counts, costs, spending)
             raise
-        return sum(sum(amounts[: len(OUTCOMES)]) for amounts in counts.values())
 
     def _merge_back(self, counts: dict[Key, list[int]], costs: dict[Key, dict[str, int]], spending: Spending) -> None:
         for key, amounts in counts.items():

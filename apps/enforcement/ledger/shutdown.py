@@ -2,7 +2,8 @@
 
 Four doors, each calling `ledger_final_flush` (the first one does the work; the next ones find nothing pending):
 - gunicorn: its `worker_exit` hook (quota_platform/gunicorn_conf.py), run in the worker after its last request;
-- Celery: `worker_process_shutdown` (a prefork child) and `worker_shutdown` (the main process), quota_platform/celery.py;
+- Celery: `worker_process_shutdown` (a prefork child) and `worker_shutdown` (the main process): quota_platform/
+  celery.py;
 - SIGTERM in a process where nobody else handles it (SIG_DFL: a bare script, `manage.py` commands): flushed, then
   the signal is sent again with its default action, so the exit status stays the one SIGTERM gives;
 - atexit, for every interpreter that ends normally.

@@ -1,6 +1,6 @@
 -- check.lua: decide a batch of checks in one call (a single check is a batch of one), all or
 -- nothing per check (and per batch in atomic mode). Usage and durable records are not counted here: the process
--- that called tallies them from the answer (apps/enforcement/decisions/tally.py), at the `now` the answer ends with.
+-- that called tallies them from the answer (apps/engine/decision_usage.py), at the `now` the answer ends with.
 -- Assembled after lib.lua and the algorithm fragments (store/script/assembly.py), which puts in place of each field
 -- offset (DEF_*, ITEM_*, UNIT_*, LIMIT_*, ENTRY_*, TAIL_*, LABEL_*) and answer code (REUSED, ...) its value from
 -- apps/engine/store/script/check_fields.py; mirrors apps/engine/store/decide.py. `manage.py decode_check` prints a

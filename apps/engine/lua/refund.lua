@@ -3,7 +3,7 @@
 -- after lib.lua and the algorithm fragments, like check.lua; every key is in one slot.
 --
 -- KEYS: per counter its key (a sliding log: then its sum key). No records to give back: the caller tallies a
---   check's records only once it is decided (apps/enforcement/decisions/tally.py), and a refunded check is refused.
+--   check's records only once it is decided (apps/engine/decision_usage.py), and a refunded check is refused.
 -- ARGV: [1] now ms ('' = Redis TIME)  [2] at: the reservation's time ms (the reserving call's explicit now)
 --       [3] counter count, then per counter 8 strings: <code> <key index> <quantity> <period ms> <capacity>
 --       <calendar window start ms> <calendar window end ms> <cost>

@@ -1,13 +1,14 @@
 """ClusterStore: the RedisStore protocol on a Redis Cluster, one script call per hash slot.
 
-Redis Cluster runs a script only when every key it names hashes to one slot. Every key of a check is
-tagged (keys.py): counters by customer, IP or limit name, and the check's own idempotency key (and a lease's
-session time in usage) by customer. So a check whose limits are all keyed by customer (the common case) is one
-EVALSHA on the node serving that customer's slot, exactly as on a single Redis; the per-minute usage index and the
-epoch key (both untagged on a single Redis) take the slot's customer tag here: `<prefix>:ui:{c=<customer>}:<minute>`
-and `<prefix>:epoch:{c=<customer>}`. Usage itself is tallied by the caller, from each Decision's decided_at_ms
-(the now of the script that decided it: each node's own clock). So a node that restarts empty loses its customers' epochs with their
-counters, and their durable counters are rebuilt from their records as after any loss.
+Redis Cluster runs a script only when every key it names hashes to one slot. Every key of a check is tagged
+(keys.py): counters by customer, IP or limit name, and the check's own idempotency key (and a lease's session time
+in usage) by customer. So a check whose limits are all keyed by customer (the common case) is one EVALSHA on the
+node serving that customer's slot, exactly as on a single Redis; the per-minute usage index and the epoch key (both
+untagged on a single Redis) take the slot's customer tag here: `<prefix>:ui:{c=<customer>}:<minute>` and
+`<prefix>:epoch:{c=<customer>}`. Usage itself is tallied by the caller, from each Decision's decided_at_ms (the now
+of the script that decided it: each node's own clock). So a node that restarts empty loses its customers' epochs
+with their counters, and their durable counters are rebuilt from their records as after any loss.
+
 
 A batch is grouped by slot; the groups go out in one cluster pipeline (one round trip per node, the nodes
 in turn) and the answers are put back in the batch's order. An atomic batch must fit in one slot.

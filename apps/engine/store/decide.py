@@ -19,7 +19,7 @@
    need is an item's cumulative cost less what its own wait may drain: the shaper's need).
 5. The first decision of each request id is remembered. Usage (and what an admitted item spent on durable
    counters) is not counted here: the caller tallies it from the decisions, each at its decided_at_ms (the batch's
-   now), as it does for check.lua's (apps/enforcement/decisions/tally.py).
+   now), as it does for check.lua's (apps/engine/decision_usage.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 It follows the Store protocol and the same decision procedure as the Redis script (decide.py),
 so the property tests use it as the oracle. State expires like Redis keys do: a state past its
 models' expires_at equals "never used" and is dropped; a lease's session time in usage is kept for two days (the
-caller tallies the decisions' usage: apps/enforcement/decisions/tally.py). Given a seeder, a
+caller tallies the decisions' usage: apps/engine/decision_usage.py). Given a seeder, a
 durable counter missing when the store starts (a restarted process) is rebuilt from its records, as
 RedisStore does after a data loss: the store's epoch is its creation.
 """

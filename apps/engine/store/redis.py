@@ -4,14 +4,14 @@ The scripts are assembled from apps/engine/lua/ once at import and registered on
 sends EVALSHA; after a Redis restart emptied the script cache (NOSCRIPT), redis-py's Script loads the
 script and retries, once. Time is Redis server time unless a test clock is given.
 
-Usage is not counted in Redis: each Decision carries the script's now (decided_at_ms), and the caller tallies
-its usage and what it spent on durable counters (LimitSpec.durable, see durability.py) in its own process
-(apps/enforcement/decisions/tally.py). Given a seeder, the store rebuilds durable counters after a Redis data loss. If Redis lost
-its data (the epoch key is missing) and a durable counter whose look-back began before the new epoch is
-missing, the script answers "needs seed" without deciding; the seeder reads the counter's records
-(PostgreSQL), the store replays them through the reference model (seeds.py) and calls again with the
-rebuilt states, which the script writes back. That second round trip happens once per counter after a
-loss, never otherwise.
+Usage is not counted in Redis: each Decision carries the script's now (decided_at_ms), and the caller tallies its
+usage and what it spent on durable counters (LimitSpec.durable, see durability.py) in its own process
+(apps/enforcement/ledger/tally.py). Given a seeder, the store rebuilds durable counters after a Redis data loss.
+If Redis lost its data (the epoch key is missing) and a durable counter whose look-back began before the new epoch
+is missing, the script answers "needs seed" without deciding; the seeder reads the counter's records (PostgreSQL),
+the store replays them through the reference model (seeds.py) and calls again with the rebuilt states, which the
+script writes back. That second round trip happens once per counter after a loss, never otherwise.
+
 
 script/args.py builds KEYS and ARGV (their fields: script/check_fields.py), script/assembly.py the script; a Redis
 error in the script names the .lua file and line it came from.

@@ -1,13 +1,13 @@
 """SpreadChecks: ClusterStore's checks over several slots, reserved slot by slot and refunded on rejection.
 
-The steps and why (slots.py has the parts): the request id is looked up first (a replay or a reuse answers
-before anything is spent); the time is fixed once (the home node's TIME, or the test clock); each away slot in
-slot order runs check.lua, which spends when its limits admit; then home runs check.lua with the lease. A refusal
-stops the spending: the away slots after it only look, home only looks, and every slot that spent gets
-refund.lua. The whole check's usage is tallied by the caller at that one time (decided_at_ms), like any other. The decision is then stored under the request id in Python (the
-scripts of the slots each saw only part of it). Round trips: one per slot, plus one for the time, one for a
-request id, one per refunded slot. Between a reservation and its refund another check may find the counter
-fuller than it ends up: it may be refused, never admitted beyond the limit.
+The steps and why (slots.py has the parts): the request id is looked up first (a replay or a reuse answers before
+anything is spent); the time is fixed once (the home node's TIME, or the test clock); each away slot in slot order
+runs check.lua, which spends when its limits admit; then home runs check.lua with the lease. A refusal stops the
+spending: the away slots after it only look, home only looks, and every slot that spent gets refund.lua. The whole
+check's usage is tallied by the caller at that one time (decided_at_ms), like any other. The decision is then stored
+under the request id in Python (the scripts of the slots each saw only part of it). Round trips: one per slot, plus
+one for the time, one for a request id, one per refunded slot. Between a reservation and its refund another check
+may find the counter fuller than it ends up: it may be refused, never admitted beyond the limit.
 """
 
 from __future__ import annotations

@@ -93,6 +93,14 @@ def writers_silent_check(*, now: dt.datetime | None = None) -> SilentReport:
     return report
 
 
+def usage_complete_before(*, now: dt.datetime) -> int:
+    """The first minute whose usage may still be on its way: every writer still writing has written a round since
+    the minutes before it ended (each minute before it is complete, or marked incomplete by a silent writer)."""
+    writing = UsageWriter.objects.filter(stopped_at__isnull=True, silent_since__isnull=True)
+    oldest = min(writing.values_list("flushed_at", flat=True), default=now)
+    return _minute(min(oldest, now) - BEFORE_LAST_ROUND)
+
+
 def incomplete_minutes(start: int, end: int) -> set[int]:
     """The minutes in [start, end) (epoch_ms // 60000) whose usage may lack what a silent writer held."""
     found: set[int] = set()

@@ -15,6 +15,7 @@ from django.db.models import Sum
 from apps.enforcement.counters.redis_clients import counters_client
 from apps.enforcement.counters.seeding import usage_seeds
 from apps.enforcement.decisions.specs import counter_reach_ms
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.engine.store.cluster import ClusterStore
 from apps.usage.models import CounterRecord, UsageMinute
 from apps.usage.services import usage_flush
@@ -46,6 +47,7 @@ def test_a_check_over_three_slots_is_decided_by_redis_and_a_refused_one_consumes
     store = ClusterStore(
         counters_client(cluster_platform.cluster.url, 2000), key_prefix=cluster_platform.key_prefix, seeder=usage_seeds
     )
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=store, now_ms=int(time.time() * 1000) + 3 * 60_000, reach=counter_reach_ms)
     usage = UsageMinute.objects.filter(customer=customer).aggregate(allowed=Sum("allowed"), denied=Sum("denied"))
     assert usage == {"allowed": LIMIT_SPREAD, "denied": CHECKS - LIMIT_SPREAD}

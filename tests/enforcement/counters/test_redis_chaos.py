@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from apps.apikeys.services import api_key_create
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import StoreFailurePolicy
 from apps.usage.services import usage_flush
@@ -56,6 +57,7 @@ def flush_everything(redis_url: str, key_prefix: str) -> None:
     """What the beat job does every minute, for every minute up to now."""
     client = redis.Redis.from_url(redis_url)
     try:
+        decision_ledger.flush()  # the decisions' usage and records: the ledger
         usage_flush(store=RedisStore(client, key_prefix), now_ms=int(time.time() * 1000) + 3 * 60_000)
     finally:
         client.close()

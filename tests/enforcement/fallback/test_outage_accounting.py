@@ -49,6 +49,7 @@ def statuses(api, times: int, **fields) -> list[int]:
 
 def flushed(live, clock) -> None:
     clock.advance(2 * MINUTE_MS)
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=live, now_ms=clock.now_ms())
 
 
