@@ -146,10 +146,10 @@ class DecisionLedger:
             self._spending.merge([spending])
         self._started()
 
-    def pending(self) -> int:
-        """How many decisions wait for the next round."""
+    def pending_rows(self) -> list[DecisionCounts]:
+        """What the next round would write, one row per customer x operation x service x key x minute."""
         with self._lock:
-            return sum(sum(row[n] for n in range(len(OUTCOMES))) for row in self._counts.values())
+            return [_row(key, list(amounts), dict(self._costs.get(key, {}))) for key, amounts in self._counts.items()]
 
     def _started(self) -> None:
         if self._thread is None and settings.QUOTA_LEDGER_FLUSH_S > 0:

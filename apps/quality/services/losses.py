@@ -1,16 +1,16 @@
 """The loss check: was every decision the check script logged drained into DecisionEvent?
 
-The process that decided tallies 1 in `logged` of the same customer x operation x minute for every allow/deny
-entry the script wrote (apps/engine/decision_usage.py), and its decision ledger writes it to UsageMinute.logged (an
+The process that decided tallies 1 in `logged` of the same customer x operation x minute for every allow/deny entry
+the script wrote (apps/engine/decision_usage.py), and its decision ledger writes it to UsageMinute.logged (an
 earlier version counted it in Redis, and the usage flush stored it). For a minute whose usage is complete (every
 ledger still writing has written past it, apps/usage/services/writers.py; or, from before, its FlushedMinute claim
 exists) and drained (its end is MARGIN before a drain that reached every stream), the entries stored for each
-customer x operation must equal `logged`. A LogCheck row keeps each customer x operation that logged or drained anything, and one total row
-per minute (customer and operation empty) marks the minute checked: each minute is checked once. Entries lost
-(a positive difference: trimmed by the stream's cap before a drain, Redis lost) count into the Prometheus
-counter quota_decision_log_lost_total and are named in the drain job's output and in a WARNING log line, on
-every run that finds any (a surplus, usage lost rather than log entries, too), whatever level the drain itself
-logs at: an idle drain logs at debug, and a loss found then must not be as quiet.
+customer x operation must equal `logged`. A LogCheck row keeps each customer x operation that logged or drained
+anything, and one total row per minute (customer and operation empty) marks the minute checked: each minute is
+checked once. Entries lost (a positive difference: trimmed by the stream's cap before a drain, Redis lost) count
+into the Prometheus counter quota_decision_log_lost_total and are named in the drain job's output and in a WARNING
+log line, on every run that finds any (a surplus, usage lost rather than log entries, too), whatever level the drain
+itself logs at: an idle drain logs at debug, and a loss found then must not be as quiet.
 """
 
 from __future__ import annotations
