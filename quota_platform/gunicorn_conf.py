@@ -46,3 +46,11 @@ def child_exit(server: Any, worker: Any) -> None:
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    """A worker ends (a graceful stop, a restart after max_requests): its decision ledger's last round is written
+    and it deregisters as a usage writer (apps/enforcement/ledger/shutdown.py), so no decision it counted is lost."""
+    from apps.enforcement.ledger.shutdown import ledger_final_flush
+
+    ledger_final_flush()

@@ -260,8 +260,11 @@ DECISION_LOG_RETENTION_DAYS = env.int("DECISION_LOG_RETENTION_DAYS", default=14)
 QUOTA_COUNTER_RECORD_DAYS = env.int("QUOTA_COUNTER_RECORD_DAYS", default=35)
 # Seconds between background writes of bookkeeping (API keys' last use, new customers); 0 = on demand.
 QUOTA_BOOKKEEPING_FLUSH_S = env.float("QUOTA_BOOKKEEPING_FLUSH_S", default=30.0)
-# Seconds between writes of the decisions made without Redis (access rules, failure policies) to usage.
-QUOTA_LEDGER_FLUSH_S = env.float("QUOTA_LEDGER_FLUSH_S", default=5.0)
+# Seconds between the rounds in which each process writes the usage it tallied (every decision's: the decision
+# ledger, apps/enforcement/ledger) to PostgreSQL; a process killed outright loses at most one. 2 s keeps that loss
+# (and what a Redis loss can re-grant on durable counters) well under the ~5 s target for half a transaction per
+# second per process (docs/capacity.md); 0 = on demand (tests).
+QUOTA_LEDGER_FLUSH_S = env.float("QUOTA_LEDGER_FLUSH_S", default=2.0)
 # Failed API-key attempts per client address (after TRUSTED_PROXY_COUNT proxies) and per presented key
 # prefix: past the limit within the window, further failures answer 429 (0 = off). A valid key is never refused.
 QUOTA_BAD_KEY_LIMIT = env.int("QUOTA_BAD_KEY_LIMIT", default=20)

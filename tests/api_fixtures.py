@@ -10,8 +10,8 @@ from apps.apikeys.services import api_key_create
 from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.enforcement.counters.seeding import usage_seeds
 from apps.enforcement.decisions import unknown_names as names
-from apps.enforcement.fallback.ledger import decision_ledger
 from apps.enforcement.hybrid import counters as hybrid
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.engine import ManualClock
 from apps.engine.name_budget import MemoryNameBudget
 from apps.engine.store.redis import RedisStore

@@ -75,6 +75,14 @@ ROWS_QUARANTINED = Counter(
     ["writer"],
 )
 
+# A process whose decision ledger stopped writing without a graceful exit (apps/usage/services/writers.py): up to one
+# interval of its decisions may be missing from usage. Counted once per writer, by the job that finds it.
+USAGE_WRITERS_LOST = Counter(
+    "quota_usage_writers_lost",
+    "Processes that stopped writing usage without a graceful exit (killed outright): up to one ledger interval "
+    "of their decisions may be missing; the minutes are marked possibly incomplete.",
+)
+
 # service: the API key's service (a few per deployment); kind: customer or operation.
 NEW_NAMES_OVER_BUDGET = Counter(
     "quota_new_names_over_budget",

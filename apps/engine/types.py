@@ -147,6 +147,10 @@ class Decision:
     replayed: the request_id was seen before and this is the first decision, returned again.
     delay_ms: allowed only: how long the caller must wait before proceeding, so that what its leaky buckets
     (shapers) admitted leaves at their rate (the largest of their delays; 0 = go now).
+    decided_at_ms: the store's time of the decision (the check script's `now`; 0 = not known, e.g. a replay). Usage
+    is tallied in its minute and durable records in its buckets, so they agree with the windows the store decided
+    in whatever the host's clock says (apps/engine/decision_usage.py). Not part of equality: two decisions
+    that say the same are equal whenever they were made.
     """
 
     allowed: bool
@@ -154,6 +158,7 @@ class Decision:
     limits: tuple[LimitResult, ...]
     replayed: bool = False
     delay_ms: int = 0
+    decided_at_ms: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,10 +23,11 @@ from apps.enforcement.counters.recovery import counters_reconcile
 from apps.enforcement.counters.warm_up import WarmReport, counters_warm
 from apps.enforcement.decisions.specs import counter_reach_ms
 from apps.enforcement.fallback import fallback_purge
-from apps.enforcement.fallback.ledger import decision_ledger
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.limits.services import limits_purge_expired
 from apps.ops.readiness import readiness_report
 from apps.usage.services import usage_flush, usage_purge, usage_rollup
+from apps.usage.services.writers import writers_silent_check
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,9 @@ def flush_usage() -> Any:
     # Counters spent on outside Redis are rebuilt first, in case no request has reconciled them yet.
     counters_reconcile(store=engine_store())
     decision_ledger.flush()
+    # Writers whose ledger went silent without a graceful exit: counted, logged, their minutes marked.
+    writers_silent_check()
+    # What is still in Redis: leases' session time, and usage an earlier version counted there (an upgrade).
     return usage_flush(store=engine_store(), reach=counter_reach_ms)
 
 

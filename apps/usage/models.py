@@ -193,3 +193,32 @@ class QuarantinedUsage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.writer}: {self.key}"
+
+
+class UsageWriter(models.Model):
+    """A process that writes usage from its decision ledger (apps/enforcement/ledger), and when it last did.
+
+    Each round of a ledger writes its heartbeat (`flushed_at`) in the same transaction as its usage, even when it
+    has nothing to write; a graceful exit writes the last round and sets `stopped_at`. A writer whose heartbeat
+    stops without that (SIGKILL, the OOM killer, a lost host) may have taken up to one interval of decisions with
+    it: the usage flush job finds it (`silent_since`, services/writers.py), counts and logs it, and the minutes
+    around its last heartbeat are reported as possibly incomplete by the usage API, the exports and the admin. A
+    writer that was only cut off from PostgreSQL writes again later: its next heartbeat clears `silent_since`.
+    """
+
+    name = models.CharField(max_length=200, unique=True, help_text="host:pid:random, one per process.")
+    started_at = models.DateTimeField(auto_now_add=True)
+    flushed_at = models.DateTimeField(help_text="Its last round written (its heartbeat).")
+    interval_s = models.FloatField(help_text="Its rounds' interval (QUOTA_LEDGER_FLUSH_S).")
+    stopped_at = models.DateTimeField(null=True, blank=True, help_text="Deregistered on a graceful exit.")
+    silent_since = models.DateTimeField(
+        null=True, blank=True, help_text="Found silent without a graceful exit: its last interval may be lost."
+    )
+
+    class Meta:
+        ordering = ["-flushed_at"]
+        indexes = [models.Index(fields=["silent_since"], name="usage_writer_silent")]
+
+    def __str__(self) -> str:
+        state = "stopped" if self.stopped_at else "SILENT" if self.silent_since else "writing"
+        return f"{self.name} ({state}, last round {self.flushed_at:%Y-%m-%d %H:%M:%S})"

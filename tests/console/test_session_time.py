@@ -12,6 +12,7 @@ from django.utils import timezone
 from apps.console.customer_page import seconds_text
 from apps.console.monopolization import HELD_TIME, SESSIONS
 from apps.customers.models import Customer
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.limits.models import Algorithm
 from apps.usage.models import UsageHour, UsageMinute
 from apps.usage.services import usage_flush
@@ -109,6 +110,7 @@ def test_the_chart_shows_the_time_leases_booked_through_the_api_were_held(
     clock.advance(55_000)
     assert api.delete(f"/api/v1/leases/{released}").status_code == 204
     clock.advance(3 * MINUTE_MS)
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=engine, now_ms=clock.now_ms())
 
     response = admin_client.get(usage_url(customer))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.db.models import Sum
 
-from apps.enforcement.fallback.ledger import decision_ledger
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.usage.models import UsageMinute
 from apps.usage.services import usage_flush
 from tests.limits.factories import LimitFactory, OperationFactory

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from apps.enforcement.decisions.specs import limit_spec_of
-from apps.enforcement.fallback.ledger import decision_ledger
 from apps.enforcement.hybrid import counters as hybrid
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.engine import CheckItem
 from apps.limits.snapshot_holder import snapshot_current
 from apps.usage.models import CounterRecord

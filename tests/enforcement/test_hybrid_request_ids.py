@@ -15,7 +15,7 @@ from apps.apikeys.services import api_key_prefix_of
 from apps.enforcement.counters import guarded_store as store
 from apps.enforcement.counters.breaker import CircuitBreaker
 from apps.enforcement.decisions.services import decide
-from apps.enforcement.fallback.ledger import decision_ledger
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.engine import CheckItem, LimitSpec
 from apps.engine.store.stored_decisions import check_fingerprint, stored_replay, stored_text
 from apps.limits.models import Limit

@@ -8,6 +8,7 @@ import pytest
 
 from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.enforcement.counters.seeding import usage_seeds
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm
 from apps.usage.models import UsageMinute
@@ -90,6 +91,7 @@ def test_after_a_soak_every_key_has_a_ttl_and_no_usage_is_lost(
     longest_days = max(redis_client.pttl(key) for key in keys) / 86_400_000
     assert longest_days <= 7.01  # the epoch key; usage keys live two days, counters to their window's end
 
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=live_engine, now_ms=int(time.time() * 1000) + 3 * 60_000)
     assert list(redis_client.scan_iter(match=f"{key_prefix}:u*", count=1000)) == []
     assert list(redis_client.scan_iter(match=f"{key_prefix}:ui:*", count=1000)) == []

@@ -1,4 +1,5 @@
-"""Engine fixtures: a frozen clock, and the Redis and memory stores driven by it."""
+"""Engine fixtures: a frozen clock, and the Redis and memory stores driven by it, each with its decisions tallied as
+the platform tallies them (usage_book.py: stores keep counters only)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import redis
 
 from apps.engine import ManualClock, MemoryStore
 from apps.engine.store.redis import RedisStore
+from tests.engine.usage_book import Tallied
 
 # 2024-01-15T00:00:00Z: a Monday, a UTC midnight and a multiple of every period the tests use.
 START_MS = 1_705_276_800_000
@@ -19,12 +21,12 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def redis_store(redis_client: redis.Redis, key_prefix: str, clock: ManualClock) -> RedisStore:
-    return RedisStore(redis_client, key_prefix, clock=clock)
+    return Tallied(RedisStore(redis_client, key_prefix, clock=clock))  # type: ignore[return-value]
 
 
 @pytest.fixture
 def memory_store(clock: ManualClock) -> MemoryStore:
-    return MemoryStore("mem", clock=clock)
+    return Tallied(MemoryStore("mem", clock=clock))  # type: ignore[return-value]
 
 
 @pytest.fixture(params=["redis", "memory"])

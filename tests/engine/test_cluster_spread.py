@@ -21,6 +21,7 @@ from apps.engine.store.cluster import ClusterStore
 from tests.engine.conftest import START_MS
 from tests.engine.test_lua_matches_reference import SETTINGS, STARTS, answer, limit_strategy
 from tests.engine.test_seeding import Records
+from tests.engine.usage_book import Tallied
 
 pytestmark = pytest.mark.slow
 
@@ -76,8 +77,8 @@ class SpreadComparison(RuleBasedStateMachine):
         ]
         self.cluster_clock, self.memory_clock = ManualClock(start), ManualClock(start)
         prefix = f"{self.prefix}:spread:{next(self.counter)}"
-        self.cluster = ClusterStore(self.client, prefix, clock=self.cluster_clock)
-        self.memory = MemoryStore(prefix, clock=self.memory_clock)
+        self.cluster = Tallied(ClusterStore(self.client, prefix, clock=self.cluster_clock))
+        self.memory = Tallied(MemoryStore(prefix, clock=self.memory_clock))
 
     @rule(step=st.integers(0, 2_000) | st.sampled_from([60_000, 3_600_000]))
     def advance(self, step: int) -> None:
@@ -131,7 +132,7 @@ def test_a_check_refused_by_its_global_limit_consumes_nothing_on_any_node(
     cluster_client: Any, cluster_prefix: str
 ) -> None:
     records = Records()
-    store = ClusterStore(cluster_client, cluster_prefix, clock=ManualClock(START_MS + 30_000), seeder=records)
+    store = Tallied(ClusterStore(cluster_client, cluster_prefix, clock=ManualClock(START_MS + 30_000), seeder=records))
     limits = [CUSTOMER, PER_IP, GLOBAL]
     home = cluster_client.get_node_from_key("{c=acct-1}").name
     # An address whose counters live on another node than the customer's: the check spans nodes, not only slots.
@@ -153,7 +154,9 @@ def test_a_check_refused_by_its_global_limit_consumes_nothing_on_any_node(
 
 
 def test_a_refused_check_gives_back_its_reservations_under_contention(redis_cluster: Any, cluster_prefix: str) -> None:
-    store = ClusterStore(counters_client(redis_cluster.url, 2000), cluster_prefix, clock=ManualClock(START_MS + 30_000))
+    store = Tallied(
+        ClusterStore(counters_client(redis_cluster.url, 2000), cluster_prefix, clock=ManualClock(START_MS + 30_000))
+    )
     wide = LimitSpec("wide", "fixed_window", 1000, period_s=60, key_by=())  # away: reserved, then refunded
     narrow = LimitSpec("narrow", "fixed_window", 30, period_s=60, key_by=("customer",))  # home: refuses
     item = CheckItem("hot-customer", "Op", ip="203.0.113.9")

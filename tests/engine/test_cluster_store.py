@@ -19,6 +19,7 @@ from tests.engine.conftest import START_MS
 from tests.engine.race_worker import hammer
 from tests.engine.test_lua_matches_reference import ALGORITHMS, SETTINGS, EngineComparison
 from tests.engine.test_seeding import Records
+from tests.engine.usage_book import Tallied
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ def prefix(cluster_client: Any, cluster_prefix: str) -> str:
 
 @pytest.fixture
 def store(cluster_client: Any, prefix: str) -> ClusterStore:
-    return ClusterStore(cluster_client, prefix, clock=ManualClock(START_MS + 30_000))
+    return Tallied(ClusterStore(cluster_client, prefix, clock=ManualClock(START_MS + 30_000)))
 
 
 def keys_under(client: Any, prefix: str) -> list[bytes]:
@@ -67,7 +68,7 @@ def test_a_batch_over_100_customers_is_one_call_per_slot_and_decides_like_one_re
 ) -> None:
     pairs = [(CheckItem(f"acct-{n % 100}", "PutRecords", resource="s"), [MINUTE, PER_RESOURCE]) for n in range(300)]
     store.check_batch(pairs[:1])  # the script is loaded on that node; the others load it on their first call
-    memory = MemoryStore(prefix, clock=ManualClock(START_MS + 30_000))
+    memory = Tallied(MemoryStore(prefix, clock=ManualClock(START_MS + 30_000)))
     memory.check_batch(pairs[:1])
     plans = [plan_item(store._layout, item, limits, START_MS) for item, limits in pairs]
     before = evalsha_calls(cluster_client)
@@ -120,7 +121,7 @@ def test_a_master_emptied_of_its_data_rebuilds_durable_counters_from_their_recor
     cluster_client: Any, prefix: str
 ) -> None:
     records, clock = Records(), ManualClock(START_MS + 30_000)
-    store = ClusterStore(cluster_client, prefix, clock=clock, seeder=records)
+    store = Tallied(ClusterStore(cluster_client, prefix, clock=clock, seeder=records))
     item = CheckItem("acct-lost", "PutRecords")
     assert sum(store.check(item, [MINUTE]).allowed for _ in range(3)) == 3
     records.collect(store)

@@ -12,6 +12,7 @@ from apps.engine import CheckItem, LimitSpec, ManualClock, MemoryStore
 from apps.engine.decision_log import LogEntry, log_key_of, log_match, parse_entry
 from apps.engine.store.redis import RedisStore
 from tests.engine.conftest import START_MS
+from tests.engine.usage_book import Tallied
 
 AUDITED = LimitSpec("per-minute", "fixed_window", 2, period_s=60, key_by=("customer",), audit=True)
 QUIET = LimitSpec("per-hour", "sliding_log", 100, period_s=3600, key_by=("customer",))
@@ -40,16 +41,18 @@ def redis_log(client: redis.Redis, prefix: str) -> dict[str, list[LogEntry]]:
 
 def entries(store: Store) -> list[LogEntry]:
     """The store's log entries, each stream in order, without their ids."""
-    streams = store.log_streams() if isinstance(store, MemoryStore) else redis_log(store._client, store.key_prefix)
+    streams = (
+        store.log_streams() if isinstance(store.store, MemoryStore) else redis_log(store._client, store.key_prefix)
+    )
     return [entry.without_id() for stream in streams.values() for entry in stream]
 
 
 @pytest.fixture(params=["redis", "memory"])
 def store(request: pytest.FixtureRequest, clock: ManualClock) -> Store:
     if request.param == "memory":
-        return MemoryStore("mem", clock=clock, instance=INSTANCE)
+        return Tallied(MemoryStore("mem", clock=clock, instance=INSTANCE))
     client, prefix = request.getfixturevalue("redis_client"), request.getfixturevalue("key_prefix")
-    return RedisStore(client, prefix, clock=clock, instance=INSTANCE)
+    return Tallied(RedisStore(client, prefix, clock=clock, instance=INSTANCE))
 
 
 def logged_in_usage(store: Store) -> int:
@@ -160,7 +163,7 @@ def test_an_audited_lease_logs_its_decision_and_its_acquire(store: Store) -> Non
 
 
 def test_the_cap_bounds_each_stream(redis_client: redis.Redis, key_prefix: str, clock: ManualClock) -> None:
-    store = RedisStore(redis_client, key_prefix, clock=clock, log_max_per_slot=10)
+    store = Tallied(RedisStore(redis_client, key_prefix, clock=clock, log_max_per_slot=10))
     always = LimitSpec("many", "fixed_window", 10_000, period_s=60, key_by=("customer",), audit=True)
     store.check_batch([(CheckItem("acme", "Search"), [always])] * 1_000)
     stream = log_key_of(key_prefix, f"{key_prefix}:c:{{c=acme}}:fw:many")
@@ -170,7 +173,7 @@ def test_the_cap_bounds_each_stream(redis_client: redis.Redis, key_prefix: str, 
 
 
 def test_each_tag_has_its_stream(redis_client: redis.Redis, key_prefix: str, clock: ManualClock) -> None:
-    store = RedisStore(redis_client, key_prefix, clock=clock)
+    store = Tallied(RedisStore(redis_client, key_prefix, clock=clock))
     per_ip = LimitSpec("per-ip", "fixed_window", 5, period_s=60, key_by=("ip",), audit=True)
     store.check(CheckItem("acme", "Search", ip="10.0.0.1"), [AUDITED, per_ip])
     log = redis_log(redis_client, key_prefix)
@@ -182,7 +185,7 @@ def test_one_round_trip_per_check_stays_one(redis_url: str, key_prefix: str, clo
     from tests.engine.test_round_trips import seen_by_redis
 
     client = redis.Redis.from_url(redis_url, single_connection_client=True)
-    store = RedisStore(client, key_prefix, clock=clock)
+    store = Tallied(RedisStore(client, key_prefix, clock=clock))
     store.load_scripts()
     seen = seen_by_redis(redis_url, client, lambda: store.check(CheckItem("acme", "Search"), [AUDITED, QUIET]))
     client.close()
@@ -195,7 +198,7 @@ def test_a_cluster_entry_lands_in_the_slot_of_its_counter(cluster_client: Any, c
 
     from apps.engine.store.cluster import ClusterStore
 
-    store = ClusterStore(cluster_client, cluster_prefix, clock=ManualClock(START_MS), instance=INSTANCE)
+    store = Tallied(ClusterStore(cluster_client, cluster_prefix, clock=ManualClock(START_MS), instance=INSTANCE))
     for customer in ("acme", "globex", "initech"):
         assert store.check(CheckItem(customer, "Search"), [AUDITED]).allowed
         _, lease, _ = store.lease_acquire(CheckItem(customer, "Stream"), SLOTS, ttl_s=10)

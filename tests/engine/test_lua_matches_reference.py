@@ -27,6 +27,7 @@ from apps.engine.types import SessionTimeSpent
 from tests.engine import invariants
 from tests.engine.invariants import Admitted
 from tests.engine.test_decision_log_store import redis_log
+from tests.engine.usage_book import Tallied
 
 HOUR = 3_600_000
 T = TypeVar("T")
@@ -126,8 +127,8 @@ class EngineComparison(RuleBasedStateMachine):
         self.zone = zone
         self.redis_clock, self.memory_clock = ManualClock(start), ManualClock(start)
         prefix = f"{self.prefix}:{next(self.counter)}"
-        self.redis = self.store_class(self.client, prefix, clock=self.redis_clock, instance="node")
-        self.memory = MemoryStore(prefix, clock=self.memory_clock, instance="node")
+        self.redis = Tallied(self.store_class(self.client, prefix, clock=self.redis_clock, instance="node"))
+        self.memory = Tallied(MemoryStore(prefix, clock=self.memory_clock, instance="node"))
         self._note_limit()
 
     def _note_limit(self) -> None:
@@ -380,8 +381,8 @@ class MixedComparison(RuleBasedStateMachine):
         self.zone = zone
         self.redis_clock, self.memory_clock = ManualClock(start), ManualClock(start)
         prefix = f"{self.prefix}:mixed:{next(self.counter)}"
-        self.redis = RedisStore(self.client, prefix, clock=self.redis_clock, instance="node")
-        self.memory = MemoryStore(prefix, clock=self.memory_clock, instance="node")
+        self.redis = Tallied(RedisStore(self.client, prefix, clock=self.redis_clock, instance="node"))
+        self.memory = Tallied(MemoryStore(prefix, clock=self.memory_clock, instance="node"))
 
     @rule(step=st.integers(0, 2_000) | st.sampled_from([60_000, HOUR, 24 * HOUR]))
     def advance(self, step: int) -> None:

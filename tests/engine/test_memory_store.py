@@ -19,12 +19,13 @@ def test_expired_state_and_request_ids_are_swept(clock: ManualClock, memory_stor
     assert len(memory_store._remembered) == 0
 
 
-def test_usage_older_than_two_days_is_dropped(clock: ManualClock, memory_store: MemoryStore) -> None:
-    limits = [LimitSpec("l", "fixed_window", 10**6, period_s=1)]
-    memory_store.check(CheckItem("acct", "Op"), limits)
-    first = memory_store.usage_minutes()
+def test_session_time_older_than_two_days_is_dropped(clock: ManualClock) -> None:
+    """The store keeps only what leases booked of session time (the decisions' usage is the caller's tally)."""
+    store = MemoryStore("mem", clock=clock)
+    store.lease_acquire(CheckItem("acct", "Op"), LimitSpec("slots", "concurrency", 10**6), 1)
+    assert len(store.usage_minutes()) == 1
     clock.advance(2 * 86_400_000 + 60_000)
+    limits = [LimitSpec("l", "fixed_window", 10**6, period_s=1)]
     for _ in range(memory.SWEEP_EVERY):
-        memory_store.check(CheckItem("acct", "Op"), limits)
-    assert first[0] not in memory_store.usage_minutes()
-    assert len(memory_store.usage_minutes()) == 1
+        store.check(CheckItem("acct", "Op"), limits)
+    assert store.usage_minutes() == []

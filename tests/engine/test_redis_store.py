@@ -7,6 +7,7 @@ import redis
 
 from apps.engine import CheckItem, LimitSpec, ManualClock, MemoryStore
 from apps.engine.store.redis import RedisStore
+from tests.engine.usage_book import Tallied
 from tests.servers import free_port
 
 PER_CUSTOMER = ("customer",)
@@ -34,7 +35,9 @@ def workload(store: RedisStore) -> None:
 
 def test_every_key_starts_with_the_prefix_and_has_a_ttl(redis_client: redis.Redis, key_prefix: str) -> None:
     for clock in (None, ManualClock()):
-        workload(RedisStore(redis_client, f"{key_prefix}:{'server' if clock is None else 'test'}", clock=clock))
+        workload(
+            Tallied(RedisStore(redis_client, f"{key_prefix}:{'server' if clock is None else 'test'}", clock=clock))
+        )
     keys = list(redis_client.scan_iter(match=f"{key_prefix}*", count=1000))
     assert len(keys) > 20
     without_ttl = [key for key in keys if redis_client.pttl(key) == -1]  # -2: expired since the scan
@@ -42,7 +45,7 @@ def test_every_key_starts_with_the_prefix_and_has_a_ttl(redis_client: redis.Redi
 
 
 def test_server_time_decides_when_no_clock_is_given(redis_client: redis.Redis, key_prefix: str) -> None:
-    store = RedisStore(redis_client, key_prefix)
+    store = Tallied(RedisStore(redis_client, key_prefix))
     hourly = [LimitSpec("hour", "fixed_window", 2, period_s=3600, key_by=PER_CUSTOMER)]
     first = store.check(CheckItem("acct", "Op"), hourly)
     assert first.allowed
@@ -56,7 +59,7 @@ def test_server_time_decides_when_no_clock_is_given(redis_client: redis.Redis, k
 
 
 def test_scripts_reload_after_redis_forgets_them(redis_client: redis.Redis, key_prefix: str) -> None:
-    store = RedisStore(redis_client, key_prefix, clock=ManualClock())
+    store = Tallied(RedisStore(redis_client, key_prefix, clock=ManualClock()))
     limits = [LimitSpec("l", "fixed_window", 2, period_s=60, key_by=PER_CUSTOMER)]
     assert store.check(CheckItem("acct", "Op"), limits).allowed
     redis_client.script_flush()
@@ -69,7 +72,7 @@ def test_scripts_reload_after_redis_forgets_them(redis_client: redis.Redis, key_
 
 
 def test_look_alike_customers_and_resources_never_share_a_counter(redis_client: redis.Redis, key_prefix: str) -> None:
-    store = RedisStore(redis_client, key_prefix, clock=ManualClock())
+    store = Tallied(RedisStore(redis_client, key_prefix, clock=ManualClock()))
     limits = [LimitSpec("l", "fixed_window", 1, period_s=60, key_by=("customer", "resource"))]
     pairs = [("a:b", "c"), ("a", "b:c"), ("a}:r=b", "c"), ("a%3Ab", "c"), ("a", "b%3Ac")]
     assert all(store.check(CheckItem(customer, "Op", resource), limits).allowed for customer, resource in pairs)
@@ -78,7 +81,7 @@ def test_look_alike_customers_and_resources_never_share_a_counter(redis_client: 
 def test_a_client_decoding_responses_works_the_same(redis_url: str, key_prefix: str) -> None:
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     try:
-        store = RedisStore(client, key_prefix, clock=ManualClock())
+        store = Tallied(RedisStore(client, key_prefix, clock=ManualClock()))
         limits = [LimitSpec("l", "fixed_window", 1, period_s=60, key_by=PER_CUSTOMER)]
         first = store.check(CheckItem("acct", "Op", request_id="r"), limits)
         assert store.check(CheckItem("acct", "Op", request_id="r"), limits) == first.__class__(
@@ -93,7 +96,7 @@ def test_a_client_decoding_responses_works_the_same(redis_url: str, key_prefix: 
 def test_a_long_batch_decides_as_the_reference_models_do(redis_client: redis.Redis, key_prefix: str) -> None:
     """Past 4000 numbers the script unpacks its arguments in several pieces: nothing may shift."""
     clock = ManualClock(1_705_276_800_000)
-    stores = [RedisStore(redis_client, key_prefix, clock=clock), MemoryStore("mem", clock=clock)]
+    stores = [Tallied(RedisStore(redis_client, key_prefix, clock=clock)), Tallied(MemoryStore("mem", clock=clock))]
     limits = [spec for spec in EVERY_ALGORITHM if spec.algorithm != "concurrency"]
     pairs = [
         (

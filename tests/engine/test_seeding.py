@@ -16,6 +16,7 @@ from apps.engine.store.redis import RedisStore
 from apps.engine.types import SeedRequest
 from tests.engine.conftest import START_MS
 from tests.engine.test_round_trips import seen_by_redis, sent
+from tests.engine.usage_book import Tallied
 
 HOUR_MS = 3_600_000
 QUANTITY = 10
@@ -70,14 +71,14 @@ def midday() -> ManualClock:
 def stores(request, redis_client, key_prefix, midday, records) -> Callable[[], RedisStore | MemoryStore]:
     """A store with the records as its seeder; called again, the same store after losing its data."""
     if request.param == "memory":
-        return lambda: MemoryStore(key_prefix, clock=midday, seeder=records)
+        return lambda: Tallied(MemoryStore(key_prefix, clock=midday, seeder=records))
 
     def redis_store() -> RedisStore:
         keys = list(redis_client.scan_iter(match=f"{key_prefix}:c:*", count=1000))
         keys += list(redis_client.scan_iter(match=f"{key_prefix}:epoch", count=10))
         if keys:
             redis_client.delete(*keys)  # a restart without persistence: counters and the epoch are gone
-        return RedisStore(redis_client, key_prefix, clock=midday, seeder=records)
+        return Tallied(RedisStore(redis_client, key_prefix, clock=midday, seeder=records))
 
     return redis_store
 
@@ -167,7 +168,7 @@ def test_limits_that_are_not_durable_record_nothing_and_are_never_asked(stores, 
 
 
 def test_without_a_seeder_a_lost_counter_starts_empty(redis_client, key_prefix, midday) -> None:
-    store = RedisStore(redis_client, key_prefix, clock=midday)
+    store = Tallied(RedisStore(redis_client, key_prefix, clock=midday))
     assert store.check(CHECK, [DAILY]).limits[0].remaining == QUANTITY - 1
 
 
@@ -186,7 +187,7 @@ def test_only_calendars_and_windows_logs_and_buckets_of_a_minute_or_longer_are_d
 
 def test_rebuilding_costs_one_more_round_trip_once_and_none_after(redis_url, key_prefix, midday, records) -> None:
     client = redis.Redis.from_url(redis_url, single_connection_client=True)
-    store = RedisStore(client, key_prefix, clock=midday, seeder=records)
+    store = Tallied(RedisStore(client, key_prefix, clock=midday, seeder=records))
     store.load_scripts()
     try:
         assert sent(seen_by_redis(redis_url, client, lambda: store.check(CHECK, [DAILY]))) == ["EVALSHA", "EVALSHA"]

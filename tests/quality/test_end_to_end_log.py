@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from apps.enforcement.ledger.pending import decision_ledger
+from apps.enforcement.ledger.tally import decision_tally
 from apps.engine import CheckItem, LimitSpec, ManualClock
 from apps.engine.decision_log import log_key
 from apps.engine.store.redis import RedisStore
@@ -24,7 +26,10 @@ LIMIT = LimitSpec(name="per-minute", algorithm="fixed_window", quantity=3, perio
 
 def checks(store: RedisStore, count: int) -> list[bool]:
     item = CheckItem(customer="acme", operation="PutRecords", costs={})
-    return [store.check(item, [LIMIT]).allowed for _ in range(count)]
+    decisions = [store.check(item, [LIMIT]) for _ in range(count)]
+    for decision in decisions:
+        decision_tally(item, [LIMIT], decision)  # as the platform does with what the store answers
+    return [decision.allowed for decision in decisions]
 
 
 @pytest.fixture
@@ -37,6 +42,7 @@ def test_every_audited_decision_is_drained_and_accounted_for(redis_client, key_p
     assert checks(store, 5) == [True, True, True, False, False]
 
     report = drain(redis_client, key_prefix)
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=store)
     losses = log_losses_check(drained_at_ms=(minute + 5) * MINUTE_MS)
 
@@ -54,6 +60,7 @@ def test_an_entry_the_cap_trimmed_before_the_drain_is_found(redis_client, key_pr
     redis_client.xtrim(stream, maxlen=3, approximate=False)  # what MAXLEN does to a stream not drained in time
 
     drain(redis_client, key_prefix)
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=store)
     losses = log_losses_check(drained_at_ms=(minute + 5) * MINUTE_MS)
 

@@ -11,7 +11,7 @@ from prometheus_client import REGISTRY
 from apps.quality.models import LogCheck
 from apps.quality.services.jobs import decision_log_drain_job
 from apps.quality.services.losses import MARGIN_MINUTES, log_losses_check
-from apps.usage.models import FlushedMinute, UsageMinute
+from apps.usage.models import FlushedMinute, UsageMinute, UsageWriter
 from tests.quality.logs import MINUTE_MS, decision, drain, minute_ms, stream_of, write
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,9 +65,12 @@ def test_a_whole_log_shows_no_difference_and_a_minute_is_checked_once(redis_clie
     assert set(LogCheck.objects.values_list("customer", "difference")) == {("acme", 0), ("bob", 0), ("", 0)}
 
 
-def test_minutes_too_recent_or_not_flushed_wait(redis_client, key_prefix) -> None:
+def test_minutes_too_recent_or_not_written_by_every_ledger_wait(redis_client, key_prefix) -> None:
     minute = minute_ms(dt.datetime.now(dt.UTC)) - 10 * MINUTE_MS
     flushed(minute, "acme", logged=1, allowed=1)
+    # A process still writing whose last round came 10 s into the minute after: that minute may lack its decisions.
+    last_round = dt.datetime.fromtimestamp((minute + MINUTE_MS) / 1000 + 70, tz=dt.UTC)
+    UsageWriter.objects.create(name="api-1", flushed_at=last_round, interval_s=2)
     unflushed = minute + MINUTE_MS
     UsageMinute.objects.create(
         customer="acme", operation="PutRecords", bucket=dt.datetime.fromtimestamp(unflushed / 1000, tz=dt.UTC),

@@ -2,7 +2,8 @@ import datetime as dt
 
 import factory
 
-from apps.engine import CheckItem, LimitSpec
+from apps.engine import CheckItem, LimitSpec, MemoryStore
+from apps.engine.decision_usage import decision_usage
 from apps.usage.models import FlushedMinute, QuarantinedUsage, UsageDay, UsageHour, UsageMinute
 from apps.usage.services import DecisionCounts
 
@@ -34,11 +35,39 @@ class UsageDayFactory(UsageMinuteFactory):
 
 
 def spend(store, *, customer="acct-1", operation="PutRecords", costs=None, quantity=1000, shadow=False):
-    """One check through the engine `store` against a per-customer minute limit; returns its Decision."""
+    """One check through the engine `store` against a per-customer minute limit, its usage left in the store the way
+    the version before the decision ledger counted it there (check.lua's usage phase): what usage_flush still drains
+    after an upgrade. Returns its Decision."""
     limit = LimitSpec(
         name="per-minute", algorithm="fixed_window", quantity=quantity, period_s=60, key_by=("customer",), shadow=shadow
     )
-    return store.check(CheckItem(customer=customer, operation=operation, costs=costs or {}), [limit])
+    item = CheckItem(customer=customer, operation=operation, costs=costs or {})
+    decision = store.check(item, [limit])
+    left_in_store(store, item, [limit], decision)
+    return decision
+
+
+def left_in_store(store, item, limits, decision) -> None:
+    """Write `decision`'s usage into `store`'s usage hashes, as the previous version's check script did."""
+    usage = decision_usage(item, limits, decision, decision.decided_at_ms)
+    if usage is None:
+        return
+    allowed, shadow, logged, costs, records = usage
+    fields = {"allowed" if allowed else "denied": 1, "shadow_denied": int(shadow), "logged": logged}
+    fields.update({f"cost:{unit}": amount for unit, amount in costs})
+    layout = store._layout
+    fields.update({f"{layout.prefix}:{counter}|{start}": amount for (counter, start), amount in records})
+    minute, base = decision.decided_at_ms // 60_000, layout.usage_base(item)
+    if isinstance(store, MemoryStore):
+        counters = store._usage.setdefault(minute, {}).setdefault(base, {})
+        for name, amount in fields.items():
+            counters[name] = counters.get(name, 0) + amount
+        return
+    client = store._client
+    for name, amount in fields.items():
+        if amount:
+            client.hincrby(f"{base}{minute}", name, amount)
+    client.sadd(layout.usage_index_key(minute), f"{base}{minute}")
 
 
 class FlushedMinuteFactory(factory.django.DjangoModelFactory):

@@ -1,7 +1,8 @@
 """Deciding checks: authorize, resolve against the snapshot, one engine call, shape the outcome.
 
 No database query on this path: config comes from the in-process snapshot the view read once for the
-request, counters from one Redis round trip per check or per batch (store.engine_call).
+request, counters from one Redis round trip per check or per batch (store.engine_call). Each decision the store
+made is tallied into this process's decision ledger (ledger/tally.py), the one usage path.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from apps.enforcement.decisions.outcomes import (
 from apps.enforcement.decisions.specs import engine_args, limit_spec_of
 from apps.enforcement.decisions.unknown_names import OTHER_NAME, names_checked
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
-from apps.enforcement.fallback.ledger import decision_counts, decision_ledger
 from apps.enforcement.hybrid.decide import hybrid_batch, hybrid_decide
+from apps.enforcement.ledger.pending import decision_counts, decision_ledger
+from apps.enforcement.ledger.tally import decision_tally, decisions_tally
 from apps.engine import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitSpec
 from apps.limits.algorithms import holds_leases
 from apps.limits.models import RuleAction
@@ -108,6 +110,8 @@ def decide(item: CheckItem, limits: Sequence[LimitConfig], warnings: tuple[str, 
                 fallback=lambda: fallback_check(item, args.counted),
                 customer=item.customer,
             )
+            if isinstance(decision, Decision):  # a failure policy's decision counted itself
+                decision_tally(item, args.specs, decision)
     except IdempotencyKeyReused:
         raise request_id_reused() from None
     return outcome_of_decision(decision, args.counted, warnings, args.windows_s, args.hybrid_names)
@@ -157,6 +161,7 @@ def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome
         lambda store: store.check_batch(pairs, mode),
         fallback=lambda: _degraded_batch(pending, mode),
     )
+    decisions_tally(pairs, decisions)
     return [
         outcome_of_decision(d, arg.counted, check.warnings, arg.windows_s)
         for d, check, arg in zip(decisions, pending, args, strict=True)

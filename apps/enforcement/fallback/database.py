@@ -18,9 +18,8 @@ from django.db import connection
 from apps.enforcement.counters.recovery import Spending
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.models import FallbackCounter
-from apps.engine import CheckItem, KeyLayout, LimitResult, LimitSpec, window_bounds
-from apps.engine.durability import record_bucket
-from apps.engine.reference.base import Params
+from apps.engine import CheckItem, KeyLayout, LimitResult, window_bounds
+from apps.engine.decision_usage import record_start
 from apps.limits.snapshot import LimitConfig
 from apps.usage.models import CounterRecord
 
@@ -94,15 +93,6 @@ def _spend(key: str, counter: str, window: Window, cost: int) -> int | None:
         cursor.execute(SPEND_SQL.format(table=table), [cost, key, start, cost, window.quantity])
         row = cursor.fetchone()
     return int(row[0]) if row else None
-
-
-def record_start(spec: LimitSpec, item: CheckItem, now_ms: int) -> int:
-    """The bucket Redis would have recorded this spending in (engine durability.record_bucket)."""
-    window = (0, 0)
-    if spec.calendar_period:
-        bounds = window_bounds(now_ms, item.timezone, spec.calendar_period)
-        window = (bounds[1], bounds[2])
-    return record_bucket(spec, Params(spec.quantity, spec.period_ms, spec.capacity, window), now_ms)
 
 
 def _moment(ms: int) -> dt.datetime:

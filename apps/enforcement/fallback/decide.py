@@ -18,11 +18,12 @@ from apps.common.exceptions import ApplicationError
 from apps.enforcement.counters.guarded_store import engine_store, reconcile_due
 from apps.enforcement.counters.recovery import Spending
 from apps.enforcement.decisions.specs import limit_spec_of
-from apps.enforcement.fallback.database import Refused, database_spend, fallback_layout, record_start
-from apps.enforcement.fallback.ledger import decision_counts, decision_ledger, decisions_write
+from apps.enforcement.fallback.database import Refused, database_spend, fallback_layout
 from apps.enforcement.fallback.local import local_checks, local_decide
 from apps.enforcement.fallback.requests import request_remember, request_replayed
+from apps.enforcement.ledger.pending import decision_counts, decision_ledger, decisions_write
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, LimitResult
+from apps.engine.decision_usage import record_start
 from apps.limits.models import Mode, StoreFailurePolicy
 from apps.limits.snapshot import LimitConfig
 

@@ -2,9 +2,9 @@
 by Redis, all or nothing; usage counted once whoever decided.
 
 A check whose limits are all hybrid never reaches Redis: its decision is counted in the in-process decision
-ledger (written every QUOTA_LEDGER_FLUSH_S, like the decisions made while Redis is away), so usage counted equals
-usage reported. A check that also has exact limits asks Redis only when its hybrid limits admitted it (Redis counts
-that decision in its script); when they refused, Redis only looks (a dry run, to report the exact limits) and the
+ledger (written every QUOTA_LEDGER_FLUSH_S, like every decision), so usage counted equals usage reported. A check
+that also has exact limits asks Redis only when its hybrid limits admitted it (its decision is tallied from Redis's
+answer, ledger/tally.py); when they refused, Redis only looks (a dry run, to report the exact limits) and the
 refusal is counted in the ledger. What an admitted check spent on durable hybrid counters goes to the ledger too,
 as their records (hybrid.hybrid_spent), whoever counted the decision.
 
@@ -26,9 +26,10 @@ from collections.abc import Callable
 from apps.enforcement.counters.guarded_store import engine_call
 from apps.enforcement.decisions.specs import EngineArgs
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
-from apps.enforcement.fallback.ledger import decision_counts, decision_ledger
 from apps.enforcement.hybrid.counting import HybridHold, Taken, hybrid_give_back, hybrid_spent, hybrid_take
 from apps.enforcement.hybrid.stores import CLOCK, stored_decisions
+from apps.enforcement.ledger.pending import decision_counts, decision_ledger
+from apps.enforcement.ledger.tally import decision_tally, decisions_tally
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, LimitResult
 from apps.engine.store.stored_decisions import StoredDecisions, check_fingerprint
 
@@ -91,8 +92,12 @@ def _redis(call: Callable[[], Decision | None], item: CheckItem) -> object:
 
 
 def _exact(item: CheckItem, args: EngineArgs) -> Report:
+    """The exact limits' decision by Redis (tallied here) or by their failure policies (which count their own)."""
     call: Callable[..., Decision] = lambda store: store.check(item, args.specs)  # noqa: E731
-    return engine_call(call, fallback=lambda: fallback_check(item, args.exact), customer=item.customer)
+    report = engine_call(call, fallback=lambda: fallback_check(item, args.exact), customer=item.customer)
+    if isinstance(report, Decision):
+        decision_tally(item, args.specs, report)
+    return report
 
 
 def _count(item: CheckItem, allowed: bool, taken: tuple[Taken, ...] = ()) -> None:
@@ -141,12 +146,16 @@ def hybrid_batch(items: list[CheckItem], args: list[EngineArgs], mode: str) -> l
             fallback_batch([(item, arg.exact) for item, arg in zip(items, args, strict=True)], atomic=True)
         ),
     )
+    decisions_tally(
+        [pair for pair, arg in zip(pairs, args, strict=True) if arg.exact],
+        [decision for decision, arg in zip(exact, args, strict=True) if arg.exact],
+    )
     refused = not all(decision.allowed for decision in exact)
     for hold in holds if refused else ():
         hybrid_give_back(hold.taken)
     for item, arg, decision, hold in zip(items, args, exact, holds, strict=True):
         if not arg.exact:
-            _count(item, decision.allowed, hold.taken)  # Redis saw no limit of it, so it did not count it
+            _count(item, decision.allowed, hold.taken)  # Redis saw no limit of it: tallied as decided here
         elif not refused and not item.dry_run:
             _spend(hold.taken)
     return [

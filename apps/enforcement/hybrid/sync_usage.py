@@ -28,8 +28,8 @@ from apps.api.fields import Errors, whole_number
 from apps.enforcement.counters.recovery import Spending
 from apps.enforcement.decisions.parsing import MAX_COST, costs_parse
 from apps.enforcement.fallback.decide import StoreUnavailable
-from apps.enforcement.fallback.ledger import decision_ledger
 from apps.enforcement.hybrid.stores import CLOCK, counters_redis
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.engine import CheckItem
 from apps.engine.hybrid_usage import Balanced, RedisUsageBalances, ReportedCounter, UsageBalances
 from apps.usage.services import DecisionCounts

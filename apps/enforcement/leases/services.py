@@ -26,6 +26,7 @@ from apps.enforcement.decisions.services import check_resolve, outcome_of_rule, 
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.fallback import FallbackDecision, StoreUnavailable, fallback_check
 from apps.enforcement.leases.parsing import ALLOCATION
+from apps.enforcement.ledger.tally import decision_tally
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, KeyLayout, Store, lease_owner
 from apps.engine.keys import limit_name_of
 from apps.engine.registry import LEASE_SET
@@ -120,14 +121,18 @@ def lease_acquire(*, principal: ApiPrincipal, item: CheckItem, ttl_s: int | None
     slot, others = _slot_and_others(resolved.resolution.limits, item.operation)
     ttl, item = _lease_ttl(ttl_s, slot), resolved.item
 
+    specs = [limit_spec_of(slot), *specs_of(others)]
+
     def acquire(store: Store) -> Acquired:
-        return store.lease_acquire(item, limit_spec_of(slot), ttl, specs_of(others))
+        return store.lease_acquire(item, specs[0], ttl, specs[1:])
 
     def without_store() -> Acquired:
         return _lease_without_store(item, [slot, *others]), None, 0
 
     try:
         decision, lease_id, expires_at = engine_call(acquire, fallback=without_store, customer=item.customer)
+        if isinstance(decision, Decision):  # the store decided (a failure policy's decision counted itself)
+            decision_tally(item, specs, decision)
     except IdempotencyKeyReused:
         # The id answered a check, or a lease of another ttl: nothing was taken (engine/store/plan.py).
         raise request_id_reused() from None

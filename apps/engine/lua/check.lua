@@ -1,5 +1,6 @@
 -- check.lua: decide a batch of checks in one call (a single check is a batch of one), all or
--- nothing per check (and per batch in atomic mode), with usage counted in the same call.
+-- nothing per check (and per batch in atomic mode). Usage and durable records are not counted here: the process
+-- that called tallies them from the answer (apps/engine/decision_usage.py), at the `now` the answer ends with.
 -- Assembled after lib.lua and the algorithm fragments (store/script/assembly.py), which puts in place of each field
 -- offset (DEF_*, ITEM_*, UNIT_*, LIMIT_*, ENTRY_*, TAIL_*, LABEL_*) and answer code (REUSED, ...) its value from
 -- apps/engine/store/script/check_fields.py; mirrors apps/engine/store/decide.py. `manage.py decode_check` prints a
@@ -14,17 +15,16 @@
 --   evaluate       every item decided in order into its row (decide)
 --   spend          the counters saved, or an atomic batch refused whole
 --   log_decisions  the decision log entries of the items that log
---   usage          usage and records counted (HINCRBY), the usage index (SADD)
 --   answer         calls with request ids: repeats answered, decisions kept under their ids
--- Every function is a closure made again on each call (the nine phases cost a single check ~7% of its Redis
+-- Every function is a closure made again on each call (the phases cost a single check ~7% of its Redis
 -- instructions, bench/RESULTS.md "check.lua readable"): a phase's helpers are inlined or made inside it, so only
 -- the calls that run it pay for them, and the phases share their state in one table (C) to keep upvalues few.
 --
 -- KEYS, ARGV and the numbers: apps/engine/store/script/check_fields.py. In short, ARGV: [1] now ms ('' = Redis TIME)
--- [2] 'i' independent | 'a' atomic [3] usage index base [4] the numbers, a JSON array of integers: the
+-- [2] 'i' independent | 'a' atomic [3] usage index base (a lease's session time, concurrency.lua) [4] the numbers, a JSON array of integers: the
 -- definitions (one per counter), the items (each with its units and its limits: definition number and cost),
 -- the log section [5..] the strings the numbers name by ARGV index.
---   durability: NOT_DURABLE; RECORDED: what admitted checks spend is recorded (below); REBUILT: recorded, and a
+--   durability: NOT_DURABLE; RECORDED: what admitted checks spend is recorded (by the caller); REBUILT: recorded, and a
 --     missing counter whose look-back began before the epoch key (the last KEYS entry) was set may have lost
 --     what was spent, so ask, unless the warm mark (the KEYS entry before it, keys.py) says the epoch's warm-up
 --     rebuilt every counter of an open window: then a missing counter is a new one. seed: 0 none, else the ARGV index of "<ttl ms>|<state>", the counter rebuilt from
@@ -34,7 +34,7 @@
 --     evaluated with 0). lease ttl 0: an allocation, held until released.
 --   log entries, for an item that is not a dry run nor replayed: audit 1 writes its decision ("allow" when the
 --     item was admitted, else "deny": an item refused spent nothing on any of its limits) to the stream (XADD
---     MAXLEN ~ <maxlen>) and adds 1 to its usage's "logged"; at position 1 of an item whose lease was granted,
+--     MAXLEN ~ <maxlen>; the caller's tally adds 1 to its usage's "logged"); at position 1 of an item whose lease was granted,
 --     "acquire" is written (audited or not), and the leases the set drops as expired are written as "expire"
 --     (the lease set's fragment). Fields: apps/engine/decision_log.py.
 -- Request ids, checked before anything is decided or written: a decision stored less than 10 minutes ago
@@ -43,9 +43,9 @@
 -- dry run always differs from a stored decision) makes the whole call answer {{REUSED, <item number>*}} and
 -- write nothing. A decision stored before fingerprints (no "|<hex>" at its end) is replayed to any check
 -- that is not a dry run. Dry runs store nothing.
--- Records: what the call's admitted checks spent on each durable counter is added to the usage hash of
--- the counter's first spender, under "<counter key>|<bucket start ms>" (apps/engine/durability.py). The
--- flush stores them with the usage, and a lost counter is rebuilt from them.
+-- Records: what admitted checks spent on each durable counter is tallied by the caller from the answer, in the
+-- buckets of the answer's now (apps/engine/durability.py record_bucket); a lost counter is rebuilt from them.
+-- The items' usage fields and units are still sent (script/args.py) but no longer read here.
 -- Returns {{NEEDS_SEED, now, <definition number>, <look-back start ms>, ...}} (and writes nothing but the epoch,
 -- and that only when an item is not a dry run: a call of dry runs leaves Redis as it found it) when durable
 -- counters are missing: the caller rebuilds them and calls again with their seeds. Otherwise
@@ -53,7 +53,8 @@
 --   caller waits before proceeding: the largest wait of its enforced shapers, 0 = go now), replayed 0|1,
 --   lease expiry ms (0 = none; 2^53 - 1: an allocation), (over 0|1, remaining, reset ms)*}, or {REPLAYED, stored
 --   decision} where the stored decision is "<decided at ms>|<the array, comma-separated>|<descriptor>" (kept 10
---   minutes).
+--   minutes). After the items' arrays comes the script's now (ms), an integer: the caller tallies usage in its
+--   minute and records in its buckets (a NEEDS_SEED or REUSED answer has none: nothing was decided).
 -- IDEMPOTENCY_TTL_MS, USAGE_TTL_MS, EPOCH_TTL_MS, MAX_WAIT_MS, FINGERPRINT_LENGTH: put in place from Python
 -- (check_fields.SHARED).
 local HELD = 9007199254740991      -- 2^53 - 1: the lease expiry of an allocation, held until released
@@ -71,8 +72,7 @@ local C = {
   lent = false,                             -- keys written for this call only (a rebuilt log only dry runs name)
   cache = {},                               -- counter states by key, loaded once per call
   out = {}, rolled_back = false,            -- each item's row; an atomic batch was refused
-  COUNTED = {},                             -- the items decided here that are not dry runs: they count, log, store
-  spent_any = false,                        -- an admitted check spent on a durable counter (lim.spent, lim.payer)
+  COUNTED = {},                             -- the items decided here that are not dry runs: they log, store
   -- Atomic batches: per key, the most the batch needs at once (earlier consuming items + this one), and per item
   -- its reports before it consumed (for a rollback). note_need is made for atomic calls only (by evaluate).
   needs = {}, need_keys = {}, BEFORE = {}, note_need = false,
@@ -81,8 +81,6 @@ local C = {
 -- ARGV and the numbers, then one MGET of every key whose string state the call reads (`strings`).
 -- Definitions: a table each, naming every field in its constructor (nil ones too), so it is made at its final
 -- size: a field added later grows the table (a rehash, ~0.3 µs); the same holds for the fragments' states.
--- spent, payer: what the call's admitted checks spent on a durable counter, and the usage base of its first
--- spender, which records it.
 -- Items are not tables: item i's fields are at N[P[i] + ITEM_*], its units follow (UNIT_*), then its limit count
 -- at N[L[i]] and its limits (LIMIT_*).
 -- The log section, when the call has one: LOGGED[i] = the positions in N of item i's entries (ENTRY_*). A leased
@@ -97,7 +95,7 @@ local function read_call()
     if not ALG[code] then define(code) end
     local lim = {code = code, key = KEYS[key], key2 = false, q = N[p + DEF_QUANTITY], per = N[p + DEF_PERIOD_MS],
       cap = N[p + DEF_CAPACITY], shadow = N[p + DEF_SHADOW] == 1, durability = N[p + DEF_DURABILITY],
-      seed = N[p + DEF_SEED], ws = nil, we = nil, spent = 0, payer = nil, log = false}
+      seed = N[p + DEF_SEED], ws = nil, we = nil, log = false}
     if code == 'sl' then
       lim.key2 = KEYS[key + 1]
       strings[#strings + 1] = lim.key2
@@ -343,12 +341,6 @@ local function decide(i)
       if cost > 0 and (row[3 * j + 2] == 0 or leased) then
         alg.apply(st, lim, now, cost, leased and {lease = ARGV[lease], ttl = ttl_ms} or nil)
         st.lim = lim  -- the state is saved with the parameters of its last change, as in decide.py
-        if lim.durability ~= NOT_DURABLE then
-          -- What the call spends on the counter, recorded once with the usage of its first spender.
-          if lim.spent == 0 then lim.payer = ARGV[N[p + ITEM_USAGE]] end
-          lim.spent = lim.spent + cost
-          C.spent_any = true
-        end
       end
       row[3 * j + 3], row[3 * j + 4] = alg.report(st, lim, now)
     end
@@ -429,16 +421,14 @@ local function spend()
   end
 end
 
--- The log entries (see the header) of the items that log, their outcome final. Returns per item how many
--- decisions it logged, or nil for a call that logs nothing.
+-- The log entries (see the header) of the items that log, their outcome final.
 local function log_decisions()
   local LOGGED = C.LOGGED
-  if not LOGGED then return nil end
-  local N, P, L, defs, out, now, logged = C.N, C.P, C.L, C.defs, C.out, C.now, {}
+  local N, P, L, defs, out, now = C.N, C.P, C.L, C.defs, C.out, C.now
   for _, i in ipairs(C.COUNTED) do
     local entries = LOGGED[i]
     if entries then
-      local row, p, l, count = out[i], P[i], L[i], 0
+      local row, p, l = out[i], P[i], L[i]
       local lease = N[p + ITEM_LEASE]
       for _, q in ipairs(entries) do
         local j, stream, label = N[q + ENTRY_POSITION], KEYS[N[q + ENTRY_STREAM]], N[q + ENTRY_LABEL]
@@ -453,111 +443,12 @@ local function log_decisions()
             'w', window, 'g', ARGV[label + LABEL_SHADOW], 'm', 'exact', 'i', LOG.instance, 's', member, 'x', expires)
         end
         if N[q + ENTRY_AUDIT] == 1 then
-          count = count + 1
           add(row[1] == 1 and 'allow' or 'deny', '', '0')
         end
         if j == 1 and lease > 0 and row[1] == 1 and row[4] > 0 then
           add('acquire', match(ARGV[lease], '^[^\n]*'), itos(row[4]))
         end
       end
-      logged[i] = count
-    end
-  end
-  return logged
-end
-
--- Usage, counted per usage base: TALLY[base] = {allowed, denied, shadow_denied, logged}, UNITS[base] =
--- {['cost:<unit>'] = amount} (made only for items with units), the bases in order of first use; `logged`: per item
--- how many decisions it logged (log_decisions). Written with one HINCRBY per usage field that moved. An amount of 1
--- (the usual one) is passed as the string '1': a Lua number argument costs redis.call a float-to-text conversion
--- (~2.4k instructions, a third of a HINCRBY). Records: what the call spent on each durable counter, with the usage
--- of the counter's first spender, under "<counter key>|<bucket start>" (durability.record_bucket); a bucket's text
--- is made once. Then one SADD per 1000 usage keys; when it added any, every usage key of the call gets its TTL
--- again (a key indexed before keeps at least the TTL it had: they all end two days after this minute).
-local function usage(logged)
-  local N, P, L, defs, out, now = C.N, C.P, C.L, C.defs, C.out, C.now
-  local TALLY, UNITS, bases = {}, nil, {}
-  for _, i in ipairs(C.COUNTED) do
-    local row, p = out[i], P[i]
-    local base = ARGV[N[p + ITEM_USAGE]]
-    local tally = TALLY[base]
-    if not tally then
-      tally = {0, 0, 0, 0}
-      TALLY[base] = tally
-      bases[#bases + 1] = base
-    end
-    if row[1] == 0 then
-      tally[2] = tally[2] + 1
-    else
-      tally[1] = tally[1] + 1
-      local l = L[i]
-      for j = 1, N[l] do
-        if row[3 * j + 2] == 1 and defs[N[l + 1 + LIMIT_SIZE * (j - 1) + LIMIT_DEFINITION]].shadow then
-          tally[3] = tally[3] + 1
-          break
-        end
-      end
-      local units = N[p + ITEM_UNIT_COUNT]
-      if units > 0 then
-        UNITS = UNITS or {}
-        local costs = UNITS[base]
-        if not costs then
-          costs = {}
-          UNITS[base] = costs
-        end
-        for u = p + ITEM_SIZE, p + ITEM_SIZE + UNIT_SIZE * (units - 1), UNIT_SIZE do
-          local field = 'cost:' .. ARGV[N[u + UNIT_NAME]]
-          costs[field] = (costs[field] or 0) + N[u + UNIT_COST]
-        end
-      end
-    end
-    if logged and logged[i] then tally[4] = tally[4] + logged[i] end
-  end
-
-  local minute = itos(floor(now / 60000))
-  local usage_keys, key_of = {}, {}
-  for n, base in ipairs(bases) do
-    local key, tally = base .. minute, TALLY[base]
-    usage_keys[n], key_of[base] = key, key
-    local allowed, denied, shadow_denied = tally[1], tally[2], tally[3]
-    if allowed > 0 then call('HINCRBY', key, 'allowed', allowed == 1 and '1' or allowed) end
-    if denied > 0 then call('HINCRBY', key, 'denied', denied == 1 and '1' or denied) end
-    if shadow_denied > 0 then call('HINCRBY', key, 'shadow_denied', shadow_denied == 1 and '1' or shadow_denied) end
-    if tally[4] > 0 then call('HINCRBY', key, 'logged', itos(tally[4])) end
-    local costs = UNITS and UNITS[base]
-    if costs then
-      for field, amount in pairs(costs) do call('HINCRBY', key, field, amount) end
-    end
-  end
-
-  if C.spent_any and not C.rolled_back then
-    local bucket_texts, minute_start = {}, now - now % 60000
-    for _, d in ipairs(C.durable) do
-      local lim = defs[d]
-      local amount = lim.spent
-      if amount > 0 then
-        local code, start = lim.code, minute_start
-        if code == 'cal' then
-          start = lim.ws
-        elseif code == 'fw' or code == 'swc' then
-          start = now - now % lim.per
-        end
-        local text = bucket_texts[start]
-        if not text then
-          text = '|' .. itos(start)
-          bucket_texts[start] = text
-        end
-        call('HINCRBY', key_of[lim.payer], lim.key .. text, amount == 1 and '1' or amount)
-      end
-    end
-  end
-
-  local index = ARGV[3] .. minute
-  for first = 1, #usage_keys, 1000 do
-    local last = math.min(first + 999, #usage_keys)
-    if call('SADD', index, unpack(usage_keys, first, last)) > 0 then
-      for n = first, last do call('PEXPIRE', usage_keys[n], USAGE_TTL_MS) end
-      call('PEXPIRE', index, USAGE_TTL_MS)
     end
   end
 end
@@ -600,7 +491,9 @@ if C.epoch_key then
 end
 evaluate()
 spend()
-usage(log_decisions())
+if C.LOGGED then log_decisions() end
 if C.ids then answer() end
 if C.lent then call('DEL', unpack(C.lent)) end
-return C.out
+local out = C.out
+out[#out + 1] = C.now
+return out

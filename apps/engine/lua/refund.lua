@@ -2,17 +2,16 @@
 -- then refused (apps/engine/store/cluster.py reserves slot by slot and refunds on rejection). Assembled
 -- after lib.lua and the algorithm fragments, like check.lua; every key is in one slot.
 --
--- KEYS: per counter its key (a sliding log: then its sum key), then the usage hash that recorded what the
---   reservation spent on the slot's durable counters ('' record fields below: none).
+-- KEYS: per counter its key (a sliding log: then its sum key). No records to give back: the caller tallies a
+--   check's records only once it is decided (apps/engine/decision_usage.py), and a refunded check is refused.
 -- ARGV: [1] now ms ('' = Redis TIME)  [2] at: the reservation's time ms (the reserving call's explicit now)
---       [3] counter count, then per counter 9 strings: <code> <key index> <quantity> <period ms> <capacity>
---       <calendar window start ms> <calendar window end ms> <cost> <record field ('' = not durable)>
+--       [3] counter count, then per counter 8 strings: <code> <key index> <quantity> <period ms> <capacity>
+--       <calendar window start ms> <calendar window end ms> <cost>
 -- What is given back is what the reservation added, where it still counts (never below 0): each algorithm's
 -- fragment defines ALG.<code>.refund(lim, cost, at, now); one without it fails loudly (the registry refuses an
 -- entry that declares a refund its fragments do not define).
 local now = read_now(ARGV[1])
 local at = tonumber(ARGV[2])
-local records = KEYS[#KEYS]
 
 local p = 4
 for _ = 1, tonumber(ARGV[3]) do
@@ -21,11 +20,10 @@ for _ = 1, tonumber(ARGV[3]) do
   local lim = {code = code, key = KEYS[key], key2 = code == 'sl' and KEYS[key + 1] or false,
     q = tonumber(ARGV[p + 2]), per = tonumber(ARGV[p + 3]), cap = tonumber(ARGV[p + 4]),
     ws = tonumber(ARGV[p + 5]), we = tonumber(ARGV[p + 6])}
-  local cost, field = tonumber(ARGV[p + 7]), ARGV[p + 8]
+  local cost = tonumber(ARGV[p + 7])
   local refund = ALG[code].refund
   if not refund then error('refund.lua: algorithm ' .. code .. ' defines no refund (apps/engine/registry.py)') end
   refund(lim, cost, at, now)
-  if field ~= '' then call('HINCRBY', records, field, -cost) end
-  p = p + 9
+  p = p + 8
 end
 return 1

@@ -15,7 +15,8 @@
 --   costs a strtod per number, ~15% of a single check): per limit its quantity, period ms, capacity and shadow 0|1;
 --   then per item, per limit: its cost, and for a calendar limit its four window bounds (the window holding now is
 --   picked here, as check.lua does).
--- Answer: one row per item, as check.lua's ({allowed, retry | delay, 0, 0, (over, remaining, reset ms)*}); or
+-- Answer: one row per item, as check.lua's ({allowed, retry | delay, 0, 0, (over, remaining, reset ms)*}), then
+--   the script's now (the caller tallies usage in its minute and records in its buckets); or
 --   {{HANDOVER}} when a durable counter is missing that may have been lost with Redis's data (no epoch, or an
 --   epoch the warm-up has not marked complete and the counter's look-back began before it): nothing was written,
 --   and the caller asks check.lua, which rebuilds it (and sets the epoch).
@@ -114,4 +115,5 @@ end
 for _, st in ipairs(loaded) do
   if st.dirty then ALG[st.lim.code].save(st, st.lim, now) end
 end
+out[items + 1] = now
 return out

@@ -1,6 +1,6 @@
 """A batch being decided: each item evaluated against the states the earlier items left, consumed when
 admitted, and what the whole batch needs of each key (steps 1 to 4 of decide.py, which turns the verdicts into
-outcomes, usage and log entries).
+outcomes and log entries).
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from apps.engine.durability import record_bucket, record_field
 from apps.engine.reference.base import Params
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.plan import ItemPlan, LimitPlan
@@ -46,8 +45,6 @@ class Batch:
         self.read_state = read_state
         self.working: dict[str, tuple[Any, Params, str]] = {}
         self.needs: dict[str, list[Any]] = {}
-        # record -> [usage base of its first spender, amount]: what the batch spent on durable counters
-        self.spent: dict[str, list[Any]] = {}
 
     def state(self, key: str) -> Any:
         """The state of `key` as left by the earlier items of this batch."""
@@ -103,18 +100,7 @@ class Batch:
         if limit.cost > 0 and (ok or leased):
             state = model.consume(state, params, self.now, limit.cost, plan.lease if leased else None)
             self.working[limit.keys[0]] = (state, params, limit.spec.algorithm)
-            if limit.counter:
-                self._spend(plan, limit, params)
         return model.report(state, params, self.now)
-
-    def _spend(self, plan: ItemPlan, limit: LimitPlan, params: Params) -> None:
-        name = record_field(limit.keys[0], record_bucket(limit.spec, params, self.now))
-        self.spent.setdefault(name, [plan.usage_base, 0])[1] += limit.cost
-
-    def count_records(self, usage: dict[str, dict[str, int]]) -> None:
-        """Add what the batch spent on each durable counter to the usage of its first spender (as check.lua)."""
-        for name, (base, amount) in self.spent.items():
-            usage[base][name] = usage[base].get(name, 0) + amount
 
     def _need(self, plan: ItemPlan, index: int, limit: LimitPlan, params: Params) -> None:
         if limit.spec.shadow or limit.cost == 0:

@@ -1,12 +1,14 @@
 """ClusterStore: the RedisStore protocol on a Redis Cluster, one script call per hash slot.
 
-Redis Cluster runs a script only when every key it names hashes to one slot. Every key of a check is
-tagged (keys.py): counters by customer, IP or limit name, and the check's own idempotency and usage keys by
-customer. So a check whose limits are all keyed by customer (the common case) is one EVALSHA on the node
-serving that customer's slot, exactly as on a single Redis; the per-minute usage index and the epoch key
-(both untagged on a single Redis) take the slot's customer tag here: `<prefix>:ui:{c=<customer>}:<minute>`
-and `<prefix>:epoch:{c=<customer>}`. So a node that restarts empty loses its customers' epochs with their
-counters, and their durable counters are rebuilt from their records as after any loss.
+Redis Cluster runs a script only when every key it names hashes to one slot. Every key of a check is tagged
+(keys.py): counters by customer, IP or limit name, and the check's own idempotency key (and a lease's session time
+in usage) by customer. So a check whose limits are all keyed by customer (the common case) is one EVALSHA on the
+node serving that customer's slot, exactly as on a single Redis; the per-minute usage index and the epoch key (both
+untagged on a single Redis) take the slot's customer tag here: `<prefix>:ui:{c=<customer>}:<minute>` and
+`<prefix>:epoch:{c=<customer>}`. Usage itself is tallied by the caller, from each Decision's decided_at_ms (the now
+of the script that decided it: each node's own clock). So a node that restarts empty loses its customers' epochs
+with their counters, and their durable counters are rebuilt from their records as after any loss.
+
 
 A batch is grouped by slot; the groups go out in one cluster pipeline (one round trip per node, the nodes
 in turn) and the answers are put back in the batch's order. An atomic batch must fit in one slot.
@@ -29,7 +31,7 @@ from apps.engine.keys import enc
 from apps.engine.store.base import UsageRow
 from apps.engine.store.operator_tools import _text
 from apps.engine.store.plan import ItemPlan
-from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore
+from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore, answer_now
 from apps.engine.store.script.args import encode
 from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.slots import CrossSlotCheck, reused_positions
@@ -57,7 +59,7 @@ class ClusterStore(SpreadChecks, RedisStore):
             return None
         return [self._layout.epoch_key(tag), self._layout.warm_key(tag)]
 
-    def _rows(self, plans: list[ItemPlan], atomic: bool, client: Any = None) -> list[list[Any]]:
+    def _rows(self, plans: list[ItemPlan], atomic: bool, client: Any = None) -> tuple[list[list[Any]], list[int]]:
         client = client or self._client
         groups, spread = slot_groups(plans)
         if atomic and len(groups) + len(spread) > 1:
@@ -66,18 +68,21 @@ class ClusterStore(SpreadChecks, RedisStore):
             (members,) = groups.values()
             answer = self._group_rows(client, plans, atomic, *self._slot_keys(plans[0]))
             _raise_if_reused(answer, members)
-            return answer
+            rows, now = answer_now(answer)
+            return rows, [now] * len(rows)
         if len(groups) + len(spread) > 1:
             self._refuse_reused_ids(client, plans)
-        rows = self._pipelined_rows(client, plans, groups, atomic) if groups else [[] for _ in plans]
+        nows = [0] * len(plans)
+        rows = self._pipelined_rows(client, plans, groups, atomic, nows) if groups else [[] for _ in plans]
         for position in spread:  # after the others: a batch's items on several slots are decided last
-            rows[position] = self._spread_row(client, plans[position], position)
-        return rows
+            rows[position], nows[position] = self._spread_row(client, plans[position], position)
+        return rows, nows
 
     def _pipelined_rows(
-        self, client: Any, plans: list[ItemPlan], groups: dict[int, list[int]], atomic: bool
+        self, client: Any, plans: list[ItemPlan], groups: dict[int, list[int]], atomic: bool, nows: list[int]
     ) -> list[list[Any]]:
-        """Each slot's group in one cluster pipeline (one round trip per node); rows in the plans' order."""
+        """Each slot's group in one cluster pipeline (one round trip per node); rows in the plans' order, and each
+        one's script time into `nows`."""
         now = self._now_arg()
         pipe = client.pipeline(transaction=False)
         calls = []
@@ -101,10 +106,11 @@ class ClusterStore(SpreadChecks, RedisStore):
             if isinstance(answer, NOT_RUN) or _asks_seeds(answer):
                 answer = self._group_rows(client, group, atomic, index_base, epoch_key, warm_key)
             _raise_if_reused(answer, members)
+            answer, now = answer_now(answer)
             if len(answer) != len(members):
                 raise ValueError(f"check.lua answered {len(answer)} rows for {len(members)} checks")
             for i, row in zip(members, answer, strict=True):
-                rows[i] = row
+                rows[i], nows[i] = row, now
         return rows
 
     def _refuse_reused_ids(self, client: Any, plans: list[ItemPlan]) -> None:
@@ -130,8 +136,9 @@ class ClusterStore(SpreadChecks, RedisStore):
         warm_key: str,
         now: int | None = None,
     ) -> list[list[Any]]:
-        """One slot's checks called alone: loads the script if the node lacks it, rebuilds missing counters.
-        now: an explicit time for the script (a check over several slots decides every slot at one time)."""
+        """One slot's checks called alone: loads the script if the node lacks it, rebuilds missing counters. Its
+        answer as check.lua gave it (its now last, unless it refused reused request ids). now: an explicit time for
+        the script (a check over several slots decides every slot at one time)."""
         seeds: dict[int, str] = {}
         for _ in range(MAX_SEED_CALLS):
             at = self._now_arg() if now is None else now

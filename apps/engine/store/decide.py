@@ -17,9 +17,9 @@
 4. Atomic batches: if any item is rejected, nothing is consumed and every item is rejected with the
    batch's retry_after: per key, the most the batch needs at once, evaluated on the stored state (a shaper's
    need is an item's cumulative cost less what its own wait may drain: the shaper's need).
-5. Usage: allowed (+ costs, + shadow_denied when a shadow limit was over, + what it spent on each durable
-   counter) or denied, per item, except dry runs and replays. The first decision of each request id is
-   remembered.
+5. The first decision of each request id is remembered. Usage (and what an admitted item spent on durable
+   counters) is not counted here: the caller tallies it from the decisions, each at its decided_at_ms (the batch's
+   now), as it does for check.lua's (apps/engine/decision_usage.py).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from apps.engine.decision_log import LogEntry
 from apps.engine.lease_terms import FOREVER
 from apps.engine.reference.base import Params
 from apps.engine.store.batch import Batch, Verdict
-from apps.engine.store.logbook import decisions_logged, item_entries
+from apps.engine.store.logbook import item_entries
 from apps.engine.store.plan import ItemPlan
 from apps.engine.types import Decision, IdempotencyKeyReused, LimitResult
 
@@ -56,11 +56,10 @@ class Remembered:
 
 @dataclass(slots=True)
 class Effects:
-    """What a decided batch writes: new states, remembered decisions, usage increments, log entries."""
+    """What a decided batch writes: new states, remembered decisions, log entries."""
 
     states: dict[str, tuple[Any, Params, str]] = field(default_factory=dict)
     remembered: dict[str, Remembered] = field(default_factory=dict)
-    usage: dict[str, dict[str, int]] = field(default_factory=dict)
     log: list[LogEntry] = field(default_factory=list)
 
 
@@ -73,7 +72,7 @@ def lease_expiry(now: int, ttl_ms: int) -> int:
     return now + ttl_ms if ttl_ms else FOREVER
 
 
-def _decision(verdict: Verdict, allowed: bool, retry: int | None) -> Decision:
+def _decision(verdict: Verdict, allowed: bool, retry: int | None, now: int) -> Decision:
     reports = verdict.after if allowed and verdict.after is not None else verdict.before
     results = tuple(
         LimitResult(s.name, s.algorithm, s.unit, s.quantity, remaining, reset, s.shadow, over)
@@ -81,22 +80,7 @@ def _decision(verdict: Verdict, allowed: bool, retry: int | None) -> Decision:
             (limit.spec for limit in verdict.plan.limits), reports, verdict.over, strict=True
         )
     )
-    return Decision(allowed, retry, results, delay_ms=verdict.delay if allowed else 0)
-
-
-def _count_usage(effects: Effects, verdict: Verdict, allowed: bool) -> None:
-    counters = effects.usage.setdefault(verdict.plan.usage_base, {})
-    logged = decisions_logged(verdict.plan)
-    if logged:
-        counters["logged"] = counters.get("logged", 0) + logged
-    if not allowed:
-        counters["denied"] = counters.get("denied", 0) + 1
-        return
-    counters["allowed"] = counters.get("allowed", 0) + 1
-    if any(over and limit.spec.shadow for over, limit in zip(verdict.over, verdict.plan.limits, strict=False)):
-        counters["shadow_denied"] = counters.get("shadow_denied", 0) + 1
-    for unit, cost in verdict.plan.costs:
-        counters["cost:" + unit] = counters.get("cost:" + unit, 0) + cost
+    return Decision(allowed, retry, results, delay_ms=verdict.delay if allowed else 0, decided_at_ms=now)
 
 
 def request_slots(plans: Sequence[ItemPlan], read_remembered: Callable[[str], Remembered | None]) -> list[RequestSlot]:
@@ -162,16 +146,13 @@ def _finish(
         retry = batch_retry if rolled_back else slot.retry
         leased = allowed and slot.plan.lease is not None and not slot.plan.item.dry_run
         outcome = Outcome(
-            _decision(slot, allowed, retry),
+            _decision(slot, allowed, retry, batch.now),
             slot.plan.lease_id if leased else None,
             lease_expiry(batch.now, slot.plan.lease[1]) if leased and slot.plan.lease else 0,
         )
         outcomes.append(outcome)
         if not slot.plan.item.dry_run:
-            _count_usage(effects, slot, allowed)
             effects.log += item_entries(slot.plan, allowed, outcome.lease_expires, batch.now, instance)
             if slot.plan.idem_key is not None:
                 effects.remembered[slot.plan.idem_key] = Remembered(outcome, slot.plan.fingerprint)
-    if not rolled_back:
-        batch.count_records(effects.usage)
     return outcomes, effects

@@ -75,11 +75,6 @@ def item_entries(plan: ItemPlan, allowed: bool, lease_expires: int, now: int, in
     return entries
 
 
-def decisions_logged(plan: ItemPlan) -> int:
-    """How many decision entries an item (not a dry run, not replayed) writes: its usage's `logged`."""
-    return sum(limit.spec.audit for limit in plan.limits) if plan.logged else 0
-
-
 def member_owner(member: str) -> str:
     """The customer a lease member names ("<b64 customer>.<random>", keys.new_lease)."""
     owner = member.split(".", 1)[0]

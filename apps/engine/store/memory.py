@@ -2,7 +2,8 @@
 
 It follows the Store protocol and the same decision procedure as the Redis script (decide.py),
 so the property tests use it as the oracle. State expires like Redis keys do: a state past its
-models' expires_at equals "never used" and is dropped; usage is kept for two days. Given a seeder, a
+models' expires_at equals "never used" and is dropped; a lease's session time in usage is kept for two days (the
+caller tallies the decisions' usage: apps/engine/decision_usage.py). Given a seeder, a
 durable counter missing when the store starts (a restarted process) is rebuilt from its records, as
 RedisStore does after a data loss: the store's epoch is its creation.
 """
@@ -179,11 +180,6 @@ class MemoryStore(MemoryLeases, MemoryTools):
             self._store(key, state, ALGORITHMS[algorithm].model.expires_at(state, params, now), now)
         for key, remembered in effects.remembered.items():
             self._remembered[key] = (remembered, now + IDEMPOTENCY_TTL_MS)
-        minute = self._usage.setdefault(now // MINUTE_MS, {}) if effects.usage else {}
-        for base, increments in effects.usage.items():
-            counters = minute.setdefault(base, {})
-            for name, amount in increments.items():
-                counters[name] = counters.get(name, 0) + amount
         self._writes += 1
         if self._writes % SWEEP_EVERY == 0:
             self._sweep(now)

@@ -1,16 +1,17 @@
-"""RedisStore: one EVALSHA of lua/check.lua per check and per batch, usage counted in the same call.
+"""RedisStore: one EVALSHA of lua/check.lua per check and per batch.
 
 The scripts are assembled from apps/engine/lua/ once at import and registered on the client. A check
 sends EVALSHA; after a Redis restart emptied the script cache (NOSCRIPT), redis-py's Script loads the
 script and retries, once. Time is Redis server time unless a test clock is given.
 
-Durable counters (LimitSpec.durable, see durability.py): the script records what each admitted check
-spends on them in its usage, and, given a seeder, rebuilds them after a Redis data loss. If Redis lost
-its data (the epoch key is missing) and a durable counter whose look-back began before the new epoch is
-missing, the script answers "needs seed" without deciding; the seeder reads the counter's records
-(PostgreSQL), the store replays them through the reference model (seeds.py) and calls again with the
-rebuilt states, which the script writes back. That second round trip happens once per counter after a
-loss, never otherwise.
+Usage is not counted in Redis: each Decision carries the script's now (decided_at_ms), and the caller tallies its
+usage and what it spent on durable counters (LimitSpec.durable, see durability.py) in its own process
+(apps/enforcement/ledger/tally.py). Given a seeder, the store rebuilds durable counters after a Redis data loss.
+If Redis lost its data (the epoch key is missing) and a durable counter whose look-back began before the new epoch
+is missing, the script answers "needs seed" without deciding; the seeder reads the counter's records (PostgreSQL),
+the store replays them through the reference model (seeds.py) and calls again with the rebuilt states, which the
+script writes back. That second round trip happens once per counter after a loss, never otherwise.
+
 
 script/args.py builds KEYS and ARGV (their fields: script/check_fields.py), script/assembly.py the script; a Redis
 error in the script names the .lua file and line it came from.
@@ -108,7 +109,8 @@ class RedisStore(RedisOperatorTools):
         if decided is not None:
             return decided[0]
         plan = plan_item(self._layout, item, limits, hint)
-        return _decision(plan, self._rows([plan], False)[0])
+        rows, nows = self._rows([plan], False)
+        return _decision(plan, rows[0], nows[0])
 
     def _shape_keys(self, item: CheckItem, counter_keys: list[str], rebuilds: bool) -> list[str] | None:
         """The epoch and warm keys a shape that rebuilds reads after its counters (see shaped.ExtraKeys)."""
@@ -127,15 +129,16 @@ class RedisStore(RedisOperatorTools):
             if decided is not None:
                 return decided
         plans = [plan_item(self._layout, item, limits, hint) for item, limits in pairs]
-        rows = self._rows(plans, atomic, client)
-        return [_decision(plan, row) for plan, row in zip(plans, rows, strict=True)]
+        rows, nows = self._rows(plans, atomic, client)
+        return [_decision(plan, row, now) for plan, row, now in zip(plans, rows, nows, strict=True)]
 
     def lease_acquire(
         self, item: CheckItem, limit: LimitSpec, ttl_s: int | None, others: Sequence[LimitSpec] = ()
     ) -> tuple[Decision, str | None, int]:
         """Take a slot of concurrency `limit` in one round trip (see Store.lease_acquire)."""
         plan = plan_item(self._layout, item, [limit, *others], self._hint.now_ms(), lease_ttl_ms(ttl_s))
-        outcome = _outcome(plan, self._rows([plan], False)[0])
+        rows, nows = self._rows([plan], False)
+        outcome = _outcome(plan, rows[0], nows[0])
         return outcome.decision, outcome.lease_id, outcome.lease_expires
 
     def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:
@@ -188,7 +191,10 @@ class RedisStore(RedisOperatorTools):
     def _now_arg(self) -> int | str:
         return "" if self._clock is None else self._clock.now_ms()
 
-    def _rows(self, plans: list[ItemPlan], atomic: bool, client: redis.Redis | None = None) -> list[list[Any]]:
+    def _rows(
+        self, plans: list[ItemPlan], atomic: bool, client: redis.Redis | None = None
+    ) -> tuple[list[list[Any]], list[int]]:
+        """check.lua's row for each plan, and the script's now for each (one call: the same now)."""
         client = client or self._client
         now = self._now_arg()
         seeds: dict[int, str] = {}
@@ -204,9 +210,10 @@ class RedisStore(RedisOperatorTools):
             raise RuntimeError(f"check.lua still asked for seeds after {MAX_SEED_CALLS} calls")
         if rows and rows[0] and rows[0][0] == REUSED:
             raise IdempotencyKeyReused(tuple(int(number) - 1 for number in rows[0][1:]))
+        rows, now = answer_now(rows)
         if len(rows) != len(plans):
             raise ValueError(f"check.lua answered {len(rows)} rows for {len(plans)} checks")
-        return rows
+        return rows, [now] * len(rows)
 
     def _eval(self, client: redis.Redis, keys: list[str], args: list[Any]) -> list[list[Any]]:
         """check.lua with its deadline (deadline.py): past it, Redis writes nothing and this raises DeadlinePassed."""
@@ -240,18 +247,23 @@ class RedisStore(RedisOperatorTools):
         }
 
 
-def _decision(plan: ItemPlan, row: list[Any]) -> Decision:
-    """The Decision of `plan` from its row of check.lua's answer (see its header)."""
+def answer_now(answer: list[Any]) -> tuple[list[list[Any]], int]:
+    """(the rows, the script's now) of check.lua's answer to a call that decided (its now comes last)."""
+    return answer[:-1], int(answer[-1])
+
+
+def _decision(plan: ItemPlan, row: list[Any], now: int) -> Decision:
+    """The Decision of `plan` from its row of check.lua's answer (see its header), decided at `now`."""
     if row[0] == -1:
         return stored_outcome(_text(row[1])).decision
     results = tuple(
         LimitResult(s.name, s.algorithm, s.unit, s.quantity, row[n + 1], row[n + 2], s.shadow, row[n] == 1)
         for s, n in zip((limit.spec for limit in plan.limits), range(4, len(row), 3), strict=True)
     )
-    return row_decision(row, results, row[2] == 1)
+    return row_decision(row, results, row[2] == 1, now)
 
 
-def _outcome(plan: ItemPlan, row: list[Any]) -> Outcome:
+def _outcome(plan: ItemPlan, row: list[Any], now: int) -> Outcome:
     if row[0] == -1:
         return stored_outcome(_text(row[1]))
-    return Outcome(_decision(plan, row), plan.lease_id if row[3] > 0 else None, row[3])
+    return Outcome(_decision(plan, row, now), plan.lease_id if row[3] > 0 else None, row[3])

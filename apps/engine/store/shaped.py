@@ -81,15 +81,16 @@ class ShapedChecks:
         rows = self._call(plan, [*keys, *extra], [now, struct.pack(f"<{len(numbers)}d", *numbers)], client)
         if rows[0][0] == HANDOVER:
             return None
-        return [self._decision(plan.specs, row) for row in rows]
+        decided_at = int(rows[-1])
+        return [self._decision(plan.specs, row, decided_at) for row in rows[:-1]]
 
     @staticmethod
-    def _decision(specs: Sequence[LimitSpec], row: list[Any]) -> Decision:
+    def _decision(specs: Sequence[LimitSpec], row: list[Any], decided_at: int) -> Decision:
         results = tuple(
             LimitResult(s.name, s.algorithm, s.unit, s.quantity, row[n + 1], row[n + 2], s.shadow, row[n] == 1)
             for s, n in zip(specs, range(4, len(row), 3), strict=True)
         )
-        return row_decision(row, results, False)
+        return row_decision(row, results, False, decided_at)
 
     def _call(self, plan: _Plan, keys: list[str], args: list[Any], client: Any = None) -> list[list[Any]]:
         client = client or self._client

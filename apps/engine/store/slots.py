@@ -3,13 +3,12 @@
 A check keyed by customer lives on its customer's slot ("home": its counters, usage and request id). A per-IP
 or global limit beside it lives elsewhere ("away", tagged {i=<ip>} or {n=<limit>}). ClusterStore decides such
 a check in steps: each away slot in slot order reserves (check.lua, spending if its limits admit), then home
-decides and counts the usage; a refusal anywhere refunds what the earlier steps reserved (refund.lua), so a
-refused check consumes nothing. Every step runs at one explicit time, so the windows agree and a refund knows
-which window or log entry it gives back.
+decides; a refusal anywhere refunds what the earlier steps reserved (refund.lua), so a refused check consumes
+nothing. Every step runs at one explicit time, so the windows agree and a refund knows which window or log entry
+it gives back; the caller tallies the whole check's usage and records at that time (decided_at_ms).
 
-An away step is a plain check item of check.lua with a usage hash of the away slot (`<prefix>:u:{i=..}:<op>:`):
-its counts are ignored by the flush (usage_row gives them no customer); only what it records for durable
-counters is kept, so those rebuild like any other after a loss.
+An away step is a plain check item of check.lua, its usage base one of the away slot (`<prefix>:u:{i=..}:<op>:`,
+where a lease would book session time: an away part never holds one, spread.py).
 """
 
 from __future__ import annotations
@@ -21,8 +20,7 @@ from typing import Any
 
 from redis.crc import key_slot
 
-from apps.engine.durability import record_bucket, record_field
-from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, enc
+from apps.engine.keys import IDEMPOTENCY_TTL_MS, enc
 from apps.engine.store.plan import ItemPlan, LimitPlan
 from apps.engine.types import InvalidCheck
 
@@ -94,15 +92,12 @@ def refund_call(part: ItemPlan, row: list[Any], now: int | str, at: int) -> tupl
         spec = limit.spec
         if limit.cost <= 0 or row[4 + 3 * n] == 1 or not spec.entry.refund:
             continue
-        params = limit.params(at)
-        field = record_field(limit.keys[0], record_bucket(spec, params, at)) if spec.durable else ""
         index = len(keys) + 1
         keys.extend(limit.keys)
-        window = params.window
+        window = limit.params(at).window
         code = spec.entry.code
-        args += [code, index, spec.quantity, spec.period_ms, spec.capacity, window[0], window[1], limit.cost, field]
+        args += [code, index, spec.quantity, spec.period_ms, spec.capacity, window[0], window[1], limit.cost]
         count += 1
-    keys.append(f"{part.usage_base}{at // MINUTE_MS}")
     args[2] = count
     return keys, args
 

@@ -77,11 +77,11 @@ def stored_outcome(stored: str) -> Outcome:
     return Outcome(row_decision(row, results, True), lease_id or None, row[3])
 
 
-def row_decision(row: list[Any], results: tuple[LimitResult, ...], replayed: bool) -> Decision:
+def row_decision(row: list[Any], results: tuple[LimitResult, ...], replayed: bool, decided_at_ms: int = 0) -> Decision:
     """row[1] is the retry (-1 = never) of a refused check, the delay of an admitted one (check.lua)."""
     if row[0] == 1:
-        return Decision(True, 0, results, replayed, row[1])
-    return Decision(False, None if row[1] == -1 else row[1], results, replayed)
+        return Decision(True, 0, results, replayed, row[1], decided_at_ms)
+    return Decision(False, None if row[1] == -1 else row[1], results, replayed, 0, decided_at_ms)
 
 
 class StoredDecisions:

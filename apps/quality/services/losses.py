@@ -1,15 +1,16 @@
 """The loss check: was every decision the check script logged drained into DecisionEvent?
 
-The script that decides also adds 1 to `logged` in the usage hash of the same customer x operation x minute for
-every allow/deny entry it writes (apps/engine/decision_log.py), and the usage flush stores it in
-UsageMinute.logged. For a minute that is both flushed (its FlushedMinute claim exists) and drained (its end is
-MARGIN before a drain that reached every stream), the entries stored for each customer x operation must equal
-`logged`. A LogCheck row keeps each customer x operation that logged or drained anything, and one total row
-per minute (customer and operation empty) marks the minute checked: each minute is checked once. Entries lost
-(a positive difference: trimmed by the stream's cap before a drain, Redis lost) count into the Prometheus
-counter quota_decision_log_lost_total and are named in the drain job's output and in a WARNING log line, on
-every run that finds any (a surplus, usage lost rather than log entries, too), whatever level the drain itself
-logs at: an idle drain logs at debug, and a loss found then must not be as quiet.
+The process that decided tallies 1 in `logged` of the same customer x operation x minute for every allow/deny entry
+the script wrote (apps/engine/decision_usage.py), and its decision ledger writes it to UsageMinute.logged (an
+earlier version counted it in Redis, and the usage flush stored it). For a minute whose usage is complete (every
+ledger still writing has written past it, apps/usage/services/writers.py; or, from before, its FlushedMinute claim
+exists) and drained (its end is MARGIN before a drain that reached every stream), the entries stored for each
+customer x operation must equal `logged`. A LogCheck row keeps each customer x operation that logged or drained
+anything, and one total row per minute (customer and operation empty) marks the minute checked: each minute is
+checked once. Entries lost (a positive difference: trimmed by the stream's cap before a drain, Redis lost) count
+into the Prometheus counter quota_decision_log_lost_total and are named in the drain job's output and in a WARNING
+log line, on every run that finds any (a surplus, usage lost rather than log entries, too), whatever level the drain
+itself logs at: an idle drain logs at debug, and a loss found then must not be as quiet.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.db.models import Count
+from django.db.models.functions import TruncMinute
 
 from apps.engine.decision_log import DECISION_EVENTS
 from apps.quality.metrics import log_lost_count
 from apps.quality.models import DecisionEvent, LogCheck
 from apps.usage.models import FlushedMinute, UsageMinute
+from apps.usage.services.writers import usage_complete_before
 
 logger = logging.getLogger(__name__)
 
@@ -64,20 +67,32 @@ class LossReport:
 def log_losses_check(*, drained_at_ms: int, now: dt.datetime | None = None) -> LossReport:
     """Check the flushed minutes that end MARGIN_MINUTES before `drained_at_ms` (when a complete drain
     began) and were not checked yet, oldest first; what was found."""
-    horizon = drained_at_ms // MINUTE_MS - MARGIN_MINUTES
-    oldest = int(((now or dt.datetime.now(dt.UTC)) - LOOKBACK).timestamp()) * 1000 // MINUTE_MS
-    flushed = FlushedMinute.objects.filter(minute__gte=oldest, minute__lt=horizon).values_list("minute", flat=True)
+    now = now or dt.datetime.now(dt.UTC)
+    horizon = min(drained_at_ms // MINUTE_MS - MARGIN_MINUTES, usage_complete_before(now=now))
+    oldest = int((now - LOOKBACK).timestamp()) * 1000 // MINUTE_MS
     checked = set(
         LogCheck.objects.filter(minute__gte=oldest, customer=TOTAL, operation=TOTAL).values_list("minute", flat=True)
     )
     report = LossReport()
-    for minute in sorted(set(flushed) - checked)[:MINUTES_PER_RUN]:
+    for minute in sorted(_minutes_with_usage(oldest, horizon) - checked)[:MINUTES_PER_RUN]:
         _minute_check(minute, report)
     if report.lost:
         log_lost_count(report.lost)
     if report.lost or report.surplus:
         logger.warning("decision log %s", report.summary)
     return report
+
+
+def _minutes_with_usage(oldest: int, horizon: int) -> set[int]:
+    """The minutes in [oldest, horizon) that logged or drained anything, or were flushed from Redis."""
+    start, end = (dt.datetime.fromtimestamp(minute * 60, tz=dt.UTC) for minute in (oldest, horizon))
+    flushed = FlushedMinute.objects.filter(minute__gte=oldest, minute__lt=horizon).values_list("minute", flat=True)
+    logged = UsageMinute.objects.filter(bucket__gte=start, bucket__lt=end, logged__gt=0).values_list(
+        "bucket", flat=True
+    )
+    events = DecisionEvent.objects.filter(at__gte=start, at__lt=end, kind__in=DECISION_EVENTS)
+    drained = events.annotate(minute=TruncMinute("at")).values_list("minute", flat=True).distinct()
+    return {*flushed, *(int(moment.timestamp()) // 60 for moment in (*logged, *drained))}
 
 
 def _minute_check(minute: int, report: LossReport) -> None:

@@ -33,7 +33,7 @@ class DecisionCounts:
     Every decision is one of allowed, denied (by a limit), rule_denied (by an access rule: a deny rule or
     an inactive customer) and unavailable (503: a `closed` limit while Redis is away); shadow_denied and
     degraded (decided without Redis) count a part of allowed and denied again. `costs` is what the
-    allowed ones admitted, per unit.
+    allowed ones admitted, per unit. `logged`: the decision log entries they wrote (limits with audit on).
     """
 
     customer: str
@@ -45,6 +45,7 @@ class DecisionCounts:
     degraded: int = 0
     rule_denied: int = 0
     unavailable: int = 0
+    logged: int = 0
     costs: Mapping[str, int] = field(default_factory=dict)
     service: str = ""
     api_key: str = ""

@@ -230,7 +230,7 @@ def test_a_deny_rule_is_answered_as_the_access_rule_with_no_limits(api, hot) -> 
 def usage_totals() -> dict:
     from django.db.models import Sum
 
-    from apps.enforcement.fallback.ledger import decision_ledger
+    from apps.enforcement.ledger.pending import decision_ledger
     from apps.usage.models import UsageMinute
 
     decision_ledger.flush()

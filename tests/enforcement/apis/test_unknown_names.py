@@ -7,6 +7,7 @@ from prometheus_client import REGISTRY
 from apps.customers.models import Customer
 from apps.enforcement.decisions import unknown_names as names
 from apps.enforcement.decisions.services import unknown_customers
+from apps.enforcement.ledger.pending import decision_ledger
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory, OperationFactory
 
@@ -90,8 +91,7 @@ def test_past_the_daily_budget_new_names_are_counted_together_as_other(api, engi
         "new-1",
     }
     assert not Customer.objects.filter(external_id=names.OTHER_NAME).exists()
-    minute = engine.usage_minutes()[0]
-    used = {row.customer: row.allowed for row in engine.usage_rows(minute)}
+    used = {row.customer: row.allowed for row in decision_ledger.pending_rows()}
     assert used == {"new-0": 1, "new-1": 2, names.OTHER_NAME: 2}
     assert (
         REGISTRY.get_sample_value("quota_new_names_over_budget_total", {"service": "control-plane", "kind": "customer"})

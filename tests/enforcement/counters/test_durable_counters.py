@@ -6,7 +6,10 @@ admitted: the counter is rebuilt from its records in PostgreSQL (apps/engine/dur
 
 import pytest
 
+from apps.enforcement.ledger import pending
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.limits.models import Algorithm
+from apps.usage.models import CounterRecord
 from apps.usage.services import usage_flush
 from tests.api_fixtures import NOON_MS, client_with
 from tests.customers.factories import CustomerFactory
@@ -55,6 +58,7 @@ def admitted(api, times: int, **changes) -> int:
 
 def flush(store, clock) -> None:
     clock.advance(2 * MINUTE_MS)  # the flush leaves the last minute alone: it may still be counting
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=store, now_ms=clock.now_ms())
 
 
@@ -93,30 +97,29 @@ def test_the_seed_scenario_in_a_customer_time_zone_resumes_each_stream_where_it_
     assert admitted(api, 11, operation="ModifyShardCount", resource="stream-2") == 10
 
 
-class Killed(Exception):
+class Refused(Exception):
     pass
 
 
-@pytest.mark.parametrize(
-    ("step", "committed"),
-    [("read", False), ("claimed", False), ("added", False), ("committed", True), ("discarded", True)],
-)
-def test_a_flush_killed_at_any_step_then_a_loss_admits_no_more_than_the_unflushed(
-    service_key, seeded_engine, clock, lose_redis, step, committed
+def test_a_ledger_round_that_fails_keeps_the_records_and_a_loss_then_regrants_nothing(
+    service_key, seeded_engine, clock, lose_redis, monkeypatch
 ) -> None:
+    """The records are tallied in the process that decided, not in Redis: a round PostgreSQL refuses keeps them for
+    the next one, and a Redis loss meanwhile takes none of them (before, what Redis held unflushed was lost)."""
     LimitFactory(name="daily", operation=OperationFactory(name="Op"), algorithm=Algorithm.CALENDAR,
                  period_seconds=None, calendar_period="day", quantity=N, key_by=["customer"])  # fmt: skip
     api = client_with(service_key)
     assert admitted(api, K) == K
-    clock.advance(2 * MINUTE_MS)
 
-    def kill(at: str, minute: int) -> None:
-        if at == step:
-            raise Killed(at)
+    def refuse(**kwargs) -> None:
+        raise Refused("the database is away")
 
-    with pytest.raises(Killed):
-        usage_flush(store=seeded_engine, now_ms=clock.now_ms(), checkpoint=kill)
+    with monkeypatch.context() as patched:
+        patched.setattr(pending, "counter_records_add", refuse)
+        with pytest.raises(Refused):
+            decision_ledger.flush()
+    assert CounterRecord.objects.count() == 0
     lose_redis()
+    assert decision_ledger.flush() == K
 
-    # committed: the records are in PostgreSQL; otherwise the K checks were the unflushed ones, lost with Redis
-    assert admitted(api, N) == (N - K if committed else N)
+    assert admitted(api, N) == N - K

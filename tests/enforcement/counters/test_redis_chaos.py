@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from apps.apikeys.services import api_key_create
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import StoreFailurePolicy
 from apps.usage.services import usage_flush
@@ -21,6 +22,7 @@ from tests.apikeys.factories import ServiceFactory
 from tests.limits.factories import CalendarLimitFactory, LimitFactory, OperationFactory
 from tests.servers import RedisServer
 from tests.support.live_server import LiveServer
+from tests.usage.written import usage_written
 
 CHECKS_PER_PHASE = 40
 WORKERS = 2
@@ -56,6 +58,7 @@ def flush_everything(redis_url: str, key_prefix: str) -> None:
     """What the beat job does every minute, for every minute up to now."""
     client = redis.Redis.from_url(redis_url)
     try:
+        decision_ledger.flush()  # the decisions' usage and records: the ledger
         usage_flush(store=RedisStore(client, key_prefix), now_ms=int(time.time() * 1000) + 3 * 60_000)
     finally:
         client.close()
@@ -114,7 +117,7 @@ def test_redis_killed_then_paused_never_gives_a_5xx_and_each_policy_holds(key_pr
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_redis_restarted_empty_does_not_hand_out_daily_quotas_again(key_prefix, tmp_path) -> None:
-    """Redis is SIGKILLed and restarted without its data; PostgreSQL has the usage flushed before."""
+    """Redis is SIGKILLed and restarted without its data; PostgreSQL has what the server's ledger wrote before."""
     CalendarLimitFactory(name="daily", operation=OperationFactory(name="Daily"), quantity=DAILY_QUOTA)
     key = api_key_create(service=ServiceFactory()).secret
     redis_server = RedisServer().start()
@@ -122,7 +125,8 @@ def test_a_redis_restarted_empty_does_not_hand_out_daily_quotas_again(key_prefix
     try:
         with LiveServer(tmp_path, redis_url=redis_server.url, key_prefix=key_prefix, workers=2, **env) as server:
             before = [check(server, key, "Daily") for _ in range(USED_BEFORE_LOSS)]
-            flush_everything(redis_server.url, key_prefix)
+            # The server's ledger writes the usage and the records in one round (every QUOTA_LEDGER_FLUSH_S).
+            assert usage_written({"allowed": USED_BEFORE_LOSS}, operation="Daily") == {"allowed": USED_BEFORE_LOSS}
             redis_server.signal(signal.SIGKILL)
             redis_server.process.wait(timeout=10)
             redis_server.start()  # same port, empty

@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from apps.enforcement.decisions.specs import limit_spec_of
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.limits.models import Algorithm, Mode
 from apps.limits.snapshot import LimitConfig
 from apps.usage.services import usage_flush
@@ -37,6 +38,7 @@ def test_after_a_total_loss_only_the_unflushed_minute_is_admitted_again(
     api = client_with(service_key)
     assert admitted(api, 60) == 60  # 60 requests, 600 records: flushed below
     clock.advance(2 * MINUTE_MS)  # the flush leaves the last minute as a safety margin
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=seeded_engine, now_ms=clock.now_ms())
     assert admitted(api, 10) == 10  # 700 records; this minute is still only in Redis
     lose_redis(redis_client, key_prefix)
@@ -57,6 +59,7 @@ def test_seeds_are_read_per_customer_and_never_across_customers(
     other = {"customer": "acct-2", "operation": "PutRecords", "costs": {"records": 400}}
     assert api.post("/api/v1/check", other, format="json").status_code == 200
     clock.advance(2 * MINUTE_MS)  # the flush leaves the last minute as a safety margin
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=seeded_engine, now_ms=clock.now_ms())
     lose_redis(redis_client, key_prefix)
 

@@ -4,6 +4,7 @@ check after them still rebuilds and counts. Through the HTTP stack, with the pro
 
 import pytest
 
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.usage.services import usage_flush
 from tests.api_fixtures import client_with
 from tests.limits.factories import CalendarLimitFactory, LimitFactory, OperationFactory
@@ -63,6 +64,7 @@ def test_after_a_loss_dry_runs_answer_from_the_records_and_only_a_real_check_wri
     for _ in range(5):
         check(api, "acct-1")
     clock.advance(2 * MINUTE_MS)  # the flush leaves the last minute as a safety margin
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=seeded_engine, now_ms=clock.now_ms())
     redis_client.delete(*redis_client.scan_iter(match=f"{key_prefix}*", count=1000))  # Redis lost everything
     before = keys(redis_client, key_prefix)

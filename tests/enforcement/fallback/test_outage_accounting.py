@@ -9,7 +9,7 @@ from apps.enforcement.counters import guarded_store as store
 from apps.enforcement.counters.breaker import CircuitBreaker
 from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.enforcement.counters.seeding import usage_seeds
-from apps.enforcement.fallback.ledger import decision_ledger
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.enforcement.models import FallbackRequest
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, RuleAction, StoreFailurePolicy
@@ -49,6 +49,7 @@ def statuses(api, times: int, **fields) -> list[int]:
 
 def flushed(live, clock) -> None:
     clock.advance(2 * MINUTE_MS)
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     usage_flush(store=live, now_ms=clock.now_ms())
 
 

@@ -18,9 +18,9 @@ import redis
 from django.db.models import Sum
 from quota_client.hybrid import MAX_INSTANCES
 
-from apps.enforcement.fallback.ledger import decision_ledger
 from apps.enforcement.hybrid import counters as hybrid
 from apps.enforcement.hybrid import stores as hybrid_stores
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.limits.models import Mode
 from apps.usage.models import UsageMinute
 from tests.api_fixtures import client_with

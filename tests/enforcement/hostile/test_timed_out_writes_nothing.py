@@ -18,7 +18,7 @@ from django.db import connection
 from apps.enforcement.counters import guarded_store as store
 from apps.enforcement.counters.breaker import CircuitBreaker
 from apps.enforcement.counters.guarded_store import engine_store_use
-from apps.enforcement.fallback.ledger import decision_ledger
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, StoreFailurePolicy
 from tests.api_fixtures import client_with
@@ -131,7 +131,7 @@ def test_checks_and_leases_answered_while_redis_was_paused_are_not_run_when_it_r
     # Nothing the paused Redis received was applied: no counter, lease set or usage hash exists.
     assert _keys(paused_redis) == []
     # Each answered decision is counted once, by this process's ledger (the degraded admission and the 503).
-    pending = {(row.operation, row.allowed, row.unavailable) for row in decision_ledger._rows}
+    pending = {(row.operation, row.allowed, row.unavailable) for row in decision_ledger.pending_rows()}
     assert pending == {("Open", 1, 0), ("Closed", 0, 1)}
     # The closed limit still has all of its quota.
     after = api.post("/api/v1/check", {"customer": "c1", "operation": "Closed"}, format="json")

@@ -7,6 +7,7 @@ import io
 
 import pytest
 
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.limits.models import Algorithm
 from apps.reports.filters import UsageFilters
 from apps.reports.selectors import usage_report_rows
@@ -44,6 +45,7 @@ def leases_held(api, engine, clock):
     clock.advance(70_000)
     assert api.delete(f"/api/v1/leases/{released}").status_code == 204
     clock.advance(5 * 60_000)
+    decision_ledger.flush()  # the decisions' usage and records: the ledger
     assert usage_flush(store=engine, now_ms=clock.now_ms()).minutes >= 2
 
 

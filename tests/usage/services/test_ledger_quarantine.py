@@ -5,7 +5,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from apps.enforcement.counters.recovery import Spending
-from apps.enforcement.fallback.ledger import decision_ledger
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.usage.models import CounterRecord, QuarantinedUsage, RollupMark, UsageMinute
 from apps.usage.services import DecisionCounts
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from apps.enforcement.counters import guarded_store as store
 from apps.enforcement.counters.breaker import CircuitBreaker
 from apps.enforcement.counters.guarded_store import engine_store_use
-from apps.enforcement.fallback.ledger import decision_ledger
+from apps.enforcement.ledger.pending import decision_ledger
+from apps.enforcement.ledger.tally import decision_tally
 from apps.engine import CheckItem, InvalidCheck, LimitSpec
 from apps.engine.keys import KeyLayout
 from apps.engine.store.redis import RedisStore
@@ -49,13 +50,14 @@ def test_a_check_without_a_service_or_key_keeps_the_layout_usage_keys_had_before
 
 
 @pytest.mark.django_db
-def test_the_flush_gives_each_caller_its_row_and_an_old_layout_key_flushes_as_no_service(
+def test_usage_gives_each_caller_its_row_and_an_old_layout_key_flushes_as_no_service(
     redis_client, key_prefix, clock
 ) -> None:
     engine = RedisStore(redis_client, key_prefix=key_prefix, clock=clock)
     for service, api_key, times in (("ingest", "qp_1", 3), ("ingest", "qp_2", 1), ("billing", "qp_3", 2)):
         for _ in range(times):
-            engine.check(CheckItem(customer="acct-1", operation="Op", service=service, api_key=api_key), [LIMIT])
+            item = CheckItem(customer="acct-1", operation="Op", service=service, api_key=api_key)
+            decision_tally(item, [LIMIT], engine.check(item, [LIMIT]))
     # A usage hash as a check script of before services were counted wrote it, still waiting to be flushed.
     layout, minute = KeyLayout(key_prefix), clock.now_ms() // MINUTE_MS
     old = layout.usage_key("acct-1", "Op", minute)
@@ -63,7 +65,8 @@ def test_the_flush_gives_each_caller_its_row_and_an_old_layout_key_flushes_as_no
     redis_client.sadd(layout.usage_index_key(minute), old)
     clock.advance(2 * MINUTE_MS)
 
-    assert usage_flush(store=engine, now_ms=clock.now_ms()).rows == 4
+    assert decision_ledger.flush() == 6  # the decisions, one row per caller
+    assert usage_flush(store=engine, now_ms=clock.now_ms()).rows == 1  # the old hash
 
     rows = UsageMinute.objects.filter(customer="acct-1").values_list("service", "api_key", "allowed")
     assert sorted(rows) == [("", "", 5), ("billing", "qp_3", 2), ("ingest", "qp_1", 3), ("ingest", "qp_2", 1)]

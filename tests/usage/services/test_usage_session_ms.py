@@ -7,6 +7,8 @@ import time
 import pytest
 from django.db import connection
 
+from apps.enforcement.ledger.pending import decision_ledger
+from apps.enforcement.ledger.tally import decision_tally
 from apps.engine import CheckItem, LimitSpec, ManualClock
 from apps.engine.store.redis import RedisStore
 from apps.usage.models import UsageHour, UsageMinute
@@ -46,15 +48,19 @@ def test_the_flush_carries_the_time_leases_were_held_per_minute(recent) -> None:
     store, clock = recent
     start = clock.now_ms()
     clock.advance(30_000)
-    _, released, _ = store.lease_acquire(CheckItem("acct-1", "Export"), SLOTS, 300)  # 30 s .. 120 s, released
-    _, expired, _ = store.lease_acquire(CheckItem("acct-2", "Export"), SLOTS, 45)  # 30 s .. 75 s, never released
+    first_lease, second_lease = CheckItem("acct-1", "Export"), CheckItem("acct-2", "Export")
+    decision, released, _ = store.lease_acquire(first_lease, SLOTS, 300)  # 30 s .. 120 s, released
+    decision_tally(first_lease, [SLOTS], decision)  # as leases/services.py does
+    decision, expired, _ = store.lease_acquire(second_lease, SLOTS, 45)  # 30 s .. 75 s, never released
+    decision_tally(second_lease, [SLOTS], decision)
     assert released
     assert expired
     clock.advance(90_000)
     store.lease_release(released)
     clock.advance(3 * MINUTE_MS)
 
-    usage_flush(store=store, now_ms=clock.now_ms())
+    decision_ledger.flush()  # the acquisitions, tallied like checks
+    usage_flush(store=store, now_ms=clock.now_ms())  # the session time, booked by the store
 
     rows = UsageMinute.objects.order_by("bucket", "customer")
     first = dt.datetime.fromtimestamp(start // 1000, tz=dt.UTC)
