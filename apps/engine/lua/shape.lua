@@ -9,8 +9,9 @@
 --   local SHAPE = {{code, rebuilt 0|1, offset in an item's numbers, zoned 0|1}, ...}   per limit, in the check's order
 --   local ITEM_NUMBERS = <how many numbers each item sends>
 --   local REBUILDS = true|false  a counter of the shape may have been lost with Redis's data (a durable limit, and
---                                the store rebuilds them): then KEYS ends with the epoch key and the warm key
--- KEYS: per item, its limits' counter keys in order [, then the epoch key and the warm key]. Items may share keys.
+--                                the store rebuilds them): then KEYS ends with the warm mark and the epoch key
+-- KEYS: per item, its limits' counter keys in order [, then the warm mark and the epoch key, as check.lua's keys
+--   end (keys.py)]. Items may share keys.
 -- ARGV: [1] now ms ('' = Redis TIME) [2] the numbers, little-endian doubles (struct.unpack reads them; a text form
 --   costs a strtod per number, ~15% of a single check): per limit its quantity, period ms, capacity and shadow 0|1;
 --   then per item, per limit: its cost, and for a calendar limit its four window bounds (the window holding now is
@@ -52,8 +53,8 @@ local function limit_of(i, j)
   return lim
 end
 
-local epoch = REBUILDS and tonumber(FETCHED[KEYS[#KEYS - 1]])
-if REBUILDS and not (epoch and FETCHED[KEYS[#KEYS]]) then  -- the mark counts only with its epoch, as in check.lua
+local epoch = REBUILDS and tonumber(FETCHED[KEYS[#KEYS]])
+if REBUILDS and not (epoch and FETCHED[KEYS[#KEYS - 1]]) then  -- the mark counts only with its epoch, as in check.lua
   for i = 1, items do
     for j = 1, count do
       if SHAPE[j][2] == 1 then

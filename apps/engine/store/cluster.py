@@ -28,10 +28,11 @@ from redis.exceptions import AskError, MovedError, NoScriptError, RedisClusterEx
 
 from apps.engine.deadline import deadline_arg, raise_if_deadline
 from apps.engine.keys import enc
+from apps.engine.store.answers import answer_code, answer_now
 from apps.engine.store.base import UsageRow
 from apps.engine.store.operator_tools import _text
 from apps.engine.store.plan import ItemPlan
-from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore, answer_now
+from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore
 from apps.engine.store.script.args import encode
 from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.slots import CrossSlotCheck, reused_positions
@@ -48,7 +49,8 @@ class ClusterStore(SpreadChecks, RedisStore):
 
     def _shape_keys(self, item: CheckItem, counter_keys: list[str], rebuilds: bool) -> list[str] | None:
         """A shaped call names one slot: its counters' (and, when it rebuilds, the epoch and warm keys of the first
-        item's customer, in that customer's slot); keys on several slots go to check.lua's slot groups."""
+        item's customer, in that customer's slot: the warm mark, then the epoch); keys on several slots go to check.lua's
+        slot groups."""
         slot = key_slot(counter_keys[0].encode())
         if any(key_slot(key.encode()) != slot for key in counter_keys[1:]):
             return None
@@ -57,7 +59,7 @@ class ClusterStore(SpreadChecks, RedisStore):
         tag = f"{{c={enc(item.customer)}}}"
         if key_slot(tag.encode()) != slot:
             return None
-        return [self._layout.epoch_key(tag), self._layout.warm_key(tag)]
+        return [self._layout.warm_key(tag), self._layout.epoch_key(tag)]
 
     def _rows(self, plans: list[ItemPlan], atomic: bool, client: Any = None) -> tuple[list[list[Any]], list[int]]:
         client = client or self._client
@@ -220,12 +222,12 @@ def slot_groups(plans: Sequence[ItemPlan]) -> tuple[dict[int, list[int]], list[i
 
 
 def _asks_seeds(answer: Any) -> bool:
-    return bool(answer) and bool(answer[0]) and answer[0][0] == NEEDS_SEED
+    return answer_code(answer) == NEEDS_SEED
 
 
 def _raise_if_reused(answer: list[list[Any]], members: list[int]) -> None:
     """A slot's call that found request ids reused wrote nothing; the other slots' calls were decided."""
-    if answer and answer[0] and answer[0][0] == REUSED:
+    if answer_code(answer) == REUSED:
         raise IdempotencyKeyReused(tuple(members[int(number) - 1] for number in answer[0][1:]))
 
 

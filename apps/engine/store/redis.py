@@ -32,6 +32,7 @@ from apps.engine.durability import History
 from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.name_budget import RedisNameBudget
+from apps.engine.store.answers import answer_code, answer_now
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Outcome
 from apps.engine.store.operator_tools import RedisOperatorTools, _text
@@ -113,8 +114,8 @@ class RedisStore(RedisOperatorTools):
         return _decision(plan, rows[0], nows[0])
 
     def _shape_keys(self, item: CheckItem, counter_keys: list[str], rebuilds: bool) -> list[str] | None:
-        """The epoch and warm keys a shape that rebuilds reads after its counters (see shaped.ExtraKeys)."""
-        return [self._layout.epoch_key(), self._layout.warm_key()] if rebuilds else []
+        """The warm mark and the epoch key a shape that rebuilds reads after its counters (see shaped.ExtraKeys)."""
+        return [self._layout.warm_key(), self._layout.epoch_key()] if rebuilds else []
 
     def check_batch(
         self, pairs: Sequence[tuple[CheckItem, Sequence[LimitSpec]]], mode: BatchMode = "independent"
@@ -203,12 +204,12 @@ class RedisStore(RedisOperatorTools):
                 plans, atomic, now, self._index_base, self._epoch_key, seeds, self._log, self._warm_key
             )
             rows = self._eval(client, keys, args)
-            if not (rows and rows[0] and rows[0][0] == NEEDS_SEED):
+            if answer_code(rows) != NEEDS_SEED:
                 break
             seeds.update(self._seeds(rows[0], definitions))
         else:
             raise RuntimeError(f"check.lua still asked for seeds after {MAX_SEED_CALLS} calls")
-        if rows and rows[0] and rows[0][0] == REUSED:
+        if answer_code(rows) == REUSED:
             raise IdempotencyKeyReused(tuple(int(number) - 1 for number in rows[0][1:]))
         rows, now = answer_now(rows)
         if len(rows) != len(plans):
@@ -245,11 +246,6 @@ class RedisStore(RedisOperatorTools):
             n: seed_text(limit.spec, limit.params(now), history, now)
             for n, (limit, _), history in zip(numbers, limits, histories, strict=True)
         }
-
-
-def answer_now(answer: list[Any]) -> tuple[list[list[Any]], int]:
-    """(the rows, the script's now) of check.lua's answer to a call that decided (its now comes last)."""
-    return answer[:-1], int(answer[-1])
 
 
 def _decision(plan: ItemPlan, row: list[Any], now: int) -> Decision:

@@ -18,6 +18,7 @@ from apps.engine.deadline import DeadlineScript, deadline_arg, raise_if_deadline
 from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.reference.zoned_windows import window_bounds
+from apps.engine.store.answers import answer_code, answer_now
 from apps.engine.store.plan import limit_cost
 from apps.engine.store.script.assembly import Assembled, locate
 from apps.engine.store.script.check_fields import HANDOVER
@@ -79,10 +80,10 @@ class ShapedChecks:
         if extra is None:
             return None
         rows = self._call(plan, [*keys, *extra], [now, struct.pack(f"<{len(numbers)}d", *numbers)], client)
-        if rows[0][0] == HANDOVER:
+        if answer_code(rows) == HANDOVER:
             return None
-        decided_at = int(rows[-1])
-        return [self._decision(plan.specs, row, decided_at) for row in rows[:-1]]
+        decided, decided_at = answer_now(rows)
+        return [self._decision(plan.specs, row, decided_at) for row in decided]
 
     @staticmethod
     def _decision(specs: Sequence[LimitSpec], row: list[Any], decided_at: int) -> Decision:
