@@ -2,6 +2,12 @@ from django.apps import AppConfig
 from django.conf import settings
 
 
+def _warm_up_asked(counters: list[str]) -> None:
+    from apps.ops.tasks import warm_counters_task  # when first asked: starting a process imports no job
+
+    warm_counters_task.delay(counters)
+
+
 class OpsConfig(AppConfig):
     name = "apps.ops"
 
@@ -12,6 +18,5 @@ class OpsConfig(AppConfig):
         if settings.CELERY_BROKER_URL == "filesystem://":
             return
         from apps.enforcement.counters.warm_up import warm_up_trigger_set
-        from apps.ops.tasks import warm_counters_task
 
-        warm_up_trigger_set(lambda counters: warm_counters_task.delay(counters))
+        warm_up_trigger_set(_warm_up_asked)

@@ -112,6 +112,7 @@ class _Run:
         self.warm: dict[str, bool] = {}  # tag -> its mark was there when first looked at
         self.epochs: dict[str, str] = {}  # cold tag -> the epoch its writes must still find
         self.pending: dict[str, list[Rebuilt]] = {}
+        self.pending_count = 0
         self.counted = {"counters": 0, "present": 0, "unmatched": 0}
         self.interrupted: set[str] = set()
 
@@ -141,7 +142,8 @@ class _Run:
             text = seed_text(resolved[0], resolved[1], history, self.now)
             if not text.endswith("|"):  # "<ttl>|": nothing left in reach, the counter starts empty
                 self.pending.setdefault(tag, []).append(Rebuilt(counter, text))
-                if sum(len(chunk) for chunk in self.pending.values()) >= CHUNK:
+                self.pending_count += 1
+                if self.pending_count >= CHUNK:
                     self._flush()
         self._flush(marks=True)
         counted = self.counted
@@ -170,7 +172,7 @@ class _Run:
         ]
         if marks:
             chunks += [Chunk(tag, epoch, (), mark=True) for tag, epoch in self.epochs.items()]
-        self.pending = {}
+        self.pending, self.pending_count = {}, 0
         for chunk, written in zip(chunks, self.writer.write(chunks), strict=True):
             if written < 0:
                 self.interrupted.add(chunk.tag)
