@@ -48,9 +48,8 @@ class ClusterStore(SpreadChecks, RedisStore):
     """A Store on Redis Cluster (client: redis.cluster.RedisCluster). See the module docstring."""
 
     def _shape_keys(self, item: CheckItem, counter_keys: list[str], rebuilds: bool) -> list[str] | None:
-        """A shaped call names one slot: its counters' (and, when it rebuilds, the epoch and warm keys of the first
-        item's customer, in that customer's slot: the warm mark, then the epoch); keys on several slots go to check.lua's
-        slot groups."""
+        """A shaped call names one slot: its counters' and, when it rebuilds, the first item's customer's warm mark
+        and epoch (in that customer's slot); keys on several slots go to check.lua's slot groups."""
         slot = key_slot(counter_keys[0].encode())
         if any(key_slot(key.encode()) != slot for key in counter_keys[1:]):
             return None
