@@ -16,16 +16,16 @@ Query parameters (anything else is refused with 400):
   format       json (default) | csv | xlsx.
   cursor       the `next` token of the previous JSON page.
 JSON: {"granularity", "from", "to", "rows": [...], "next", "possibly_incomplete"}, one row per customer x operation
-x service x api_key x bucket, its keys the export columns (USAGE_COLUMNS in apps/reports/exports/columns.py, the one list), ordered
-by bucket, customer, operation, service, api_key, at most USAGE_PAGE_SIZE per page; `next` is null on the last
-page, else the cursor of the following one (keyset pagination: pages stay consistent while rows are added). CSV
-streams every row at once. XLSX is one workbook built before it is sent, so it is refused (400, naming `format`)
+x service x api_key x bucket, its keys the export columns (USAGE_COLUMNS in apps/reports/exports/columns.py, the one
+list), ordered by bucket, customer, operation, service, api_key, at most USAGE_PAGE_SIZE per page; `next` is null on
+the last page, else the cursor of the following one (keyset pagination: pages stay consistent while rows are added).
+CSV streams every row at once. XLSX is one workbook built before it is sent, so it is refused (400, naming `format`)
 beyond XLSX_MAX_ROWS rows: use CSV, or narrow the range. Every format's columns are described in
-apps/reports/exports. A JSON download of every row in one document is left to the admin and
-`manage.py export_usage`: programs page through the JSON above. Errors are always JSON in the one error shape.
-`possibly_incomplete` lists the buckets of the range a process killed outright may have left short (its last
-round of usage, a few seconds, never written: apps/usage/services/writers.py); CSV and XLSX answers carry the
-same list in the X-Usage-Possibly-Incomplete header, when there is one.
+apps/reports/exports. A JSON download of every row in one document is left to the admin and `manage.py
+export_usage`: programs page through the JSON above. Errors are always JSON in the one error shape.
+`possibly_incomplete` lists the buckets of the range a process killed outright may have left short (its last round
+of usage, a few seconds, never written: apps/usage/services/writers.py); CSV and XLSX answers carry the same list in
+the X-Usage-Possibly-Incomplete header, when there is one.
 """
 
 from __future__ import annotations
