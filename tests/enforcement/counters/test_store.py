@@ -39,14 +39,11 @@ def test_in_process_usage_reaches_the_database_without_a_celery_worker() -> None
             time.sleep(0.05)
     finally:
         flusher.stop()
-    row = UsageMinute.objects.get()
-    assert row.session_ms == 30_000
-    assert (row.customer, row.operation, row.allowed, row.costs) == (
-        "acct-1",
-        "PutRecords",
-        3,
-        {"records": 21, "requests": 3},
-    )
+    rows = UsageMinute.objects.all()  # the lease's 30 s may straddle a minute: a second row
+    assert {(row.customer, row.operation) for row in rows} == {("acct-1", "PutRecords")}
+    assert sum(row.session_ms for row in rows) == 30_000
+    assert sum(row.allowed for row in rows) == 3
+    assert sum(row.costs.get("records", 0) for row in rows) == 21
     assert memory.usage_minutes() == []
 
 

@@ -71,14 +71,14 @@ def test_a_dry_run_or_a_replay_counts_nothing(item: CheckItem, decision: Decisio
 
 def test_the_minute_and_the_buckets_are_the_stores_time_not_this_hosts() -> None:
     ledger = DecisionLedger()
-    decided = 1_700_000_000_000 + 59_999  # the last millisecond of a minute, in 2023: far from this host's clock
+    decided = 28_333_333 * MINUTE_MS + 59_999  # the last millisecond of a minute, in 2023: far from this host's clock
 
     decision_tally(CheckItem("acct-1", "Put"), [BURST], Decision(True, 0, (result(BURST),), decided_at_ms=decided),
                    ledger)  # fmt: skip
 
     (row,) = ledger.pending_rows()
     assert row.minute == decided // MINUTE_MS
-    assert list(ledger._spending.records) == [("c:{c=acct-1}:tb.60000:burst:c=acct-1", decided - 59_999)]
+    assert list(ledger._spending.records) == [("c:{c=acct-1}:tb.60000:burst:c=acct-1", 28_333_333 * MINUTE_MS)]
 
 
 def test_a_batch_skips_what_a_failure_policy_decided_it_counts_its_own() -> None:
