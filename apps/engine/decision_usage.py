@@ -30,6 +30,9 @@ Record = tuple[tuple[str, int], int]
 Usage = tuple[bool, bool, int, tuple[tuple[str, int], ...], list[Record]]
 _NONE: tuple[tuple[str, int], ...] = ()
 _layout = KeyLayout("usage")  # only counter ids are taken from it: a counter key without its prefix
+_MAX_CACHED = 4096
+_shapes: dict[int, tuple[Sequence[LimitSpec], tuple[int, bool]]] = {}
+_buckets: dict[tuple[int, str, int], tuple[LimitSpec, int]] = {}
 
 
 def decision_usage(item: CheckItem, specs: Sequence[LimitSpec], decision: Decision, now: int) -> Usage | None:
@@ -37,12 +40,7 @@ def decision_usage(item: CheckItem, specs: Sequence[LimitSpec], decision: Decisi
     a replay."""
     if item.dry_run or decision.replayed:
         return None
-    logged, durable = 0, False
-    for spec in specs:
-        if spec.audit:
-            logged += 1
-        if spec.durable:
-            durable = True
+    logged, durable = _shape(specs)
     if not decision.allowed:
         return False, False, logged, _NONE, []
     shadow = False
@@ -54,9 +52,38 @@ def decision_usage(item: CheckItem, specs: Sequence[LimitSpec], decision: Decisi
     return True, shadow, logged, usage_costs(item), records
 
 
+def _shape(specs: Sequence[LimitSpec]) -> tuple[int, bool]:
+    """(how many of `specs` are audited, whether any is durable): remembered per specs tuple (the platform passes the
+    same tuple for every check of an operation, decisions/specs.py), worked out for any other sequence."""
+    held = _shapes.get(id(specs))
+    if held is not None and held[0] is specs:
+        return held[1]
+    shape = sum(1 for spec in specs if spec.audit), any(spec.durable for spec in specs)
+    if isinstance(specs, tuple):
+        if len(_shapes) >= _MAX_CACHED:
+            _shapes.clear()
+        _shapes[id(specs)] = (specs, shape)
+    return shape
+
+
 def record_start(spec: LimitSpec, item: CheckItem, now_ms: int) -> int:
     """The bucket a check of `item` at `now_ms` records its spending on durable `spec` in (a calendar limit's window is
-    the one of the item's time zone holding now)."""
+    the one of the item's time zone holding now). Buckets and windows start on whole seconds (periods are whole
+    seconds, minute buckets whole minutes, time zones' offsets whole minutes), so the answer is remembered per spec,
+    time zone and second."""
+    zone = item.timezone if spec.calendar_period else ""
+    key = (id(spec), zone, now_ms // 1000)
+    held = _buckets.get(key)
+    if held is not None and held[0] is spec:
+        return held[1]
+    start = _record_start(spec, item, now_ms)
+    if len(_buckets) >= _MAX_CACHED:
+        _buckets.clear()
+    _buckets[key] = (spec, start)
+    return start
+
+
+def _record_start(spec: LimitSpec, item: CheckItem, now_ms: int) -> int:
     window = (0, 0)
     if spec.calendar_period:
         bounds = window_bounds(now_ms, item.timezone, spec.calendar_period)

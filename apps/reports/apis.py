@@ -15,14 +15,17 @@ Query parameters (anything else is refused with 400):
                the range); days have no cap.
   format       json (default) | csv | xlsx.
   cursor       the `next` token of the previous JSON page.
-JSON: {"granularity", "from", "to", "rows": [...], "next"}, one row per customer x operation x service x api_key
-x bucket, its keys the export columns (USAGE_COLUMNS in apps/reports/exports/columns.py, the one list), ordered
-by bucket, customer, operation, service, api_key, at most USAGE_PAGE_SIZE per page; `next` is null on the last
-page, else the cursor of the following one (keyset pagination: pages stay consistent while rows are added). CSV
-streams every row at once. XLSX is one workbook built before it is sent, so it is refused (400, naming `format`)
+JSON: {"granularity", "from", "to", "rows": [...], "next", "possibly_incomplete"}, one row per customer x operation
+x service x api_key x bucket, its keys the export columns (USAGE_COLUMNS in apps/reports/exports/columns.py, the one
+list), ordered by bucket, customer, operation, service, api_key, at most USAGE_PAGE_SIZE per page; `next` is null on
+the last page, else the cursor of the following one (keyset pagination: pages stay consistent while rows are added).
+CSV streams every row at once. XLSX is one workbook built before it is sent, so it is refused (400, naming `format`)
 beyond XLSX_MAX_ROWS rows: use CSV, or narrow the range. Every format's columns are described in
-apps/reports/exports. A JSON download of every row in one document is left to the admin and
-`manage.py export_usage`: programs page through the JSON above. Errors are always JSON in the one error shape.
+apps/reports/exports. A JSON download of every row in one document is left to the admin and `manage.py
+export_usage`: programs page through the JSON above. Errors are always JSON in the one error shape.
+`possibly_incomplete` lists the buckets of the range a process killed outright may have left short (its last round
+of usage, a few seconds, never written: apps/usage/services/writers.py); CSV and XLSX answers carry the same list in
+the X-Usage-Possibly-Incomplete header, when there is one.
 """
 
 from __future__ import annotations
@@ -49,9 +52,11 @@ from apps.reports.filters import UsageFilters
 from apps.reports.selectors import usage_report_count, usage_report_page, usage_report_rows_for_key
 from apps.reports.serializers import XLSX_MAX_ROWS, UsageListSerializer, UsageQuerySerializer, cursor_encode
 from apps.reports.services import usage_report_temporary_file
+from apps.usage.services.writers import incomplete_buckets
 
 USAGE_PAGE_SIZE = 10_000
 CSV_CHUNK_ROWS = 2000
+INCOMPLETE_HEADER = "X-Usage-Possibly-Incomplete"
 
 
 class JsonWhateverTheFormat(BaseContentNegotiation):
@@ -96,10 +101,16 @@ class UsageListApi(ServiceApi):
             api_keys=tuple(dict.fromkeys(params.get("api_key", ()))),
         )
         rows = usage_report_rows_for_key(principal=request_principal(request), filters=filters)
-        if params["format"] == "csv":
-            return _csv_response(filters, rows)
-        if params["format"] == "xlsx":
-            return _xlsx_response(filters, rows)
+        # Buckets a process killed outright may have left short (apps/usage/services/writers.py).
+        incomplete = [
+            moment.isoformat()
+            for moment in incomplete_buckets(granularity=filters.granularity, start=filters.start, end=filters.end)
+        ]
+        if params["format"] in ("csv", "xlsx"):
+            response = _csv_response(filters, rows) if params["format"] == "csv" else _xlsx_response(filters, rows)
+            if incomplete:
+                response[INCOMPLETE_HEADER] = ",".join(incomplete)
+            return response
         page = usage_report_page(rows=rows, after=params.get("cursor"), size=USAGE_PAGE_SIZE)
         body = {
             "granularity": filters.granularity,
@@ -107,6 +118,7 @@ class UsageListApi(ServiceApi):
             "to": filters.end.isoformat(),
             "rows": [usage_row_dict(row) for row in page.rows],
             "next": cursor_encode(page.next) if page.next else None,
+            "possibly_incomplete": incomplete,
         }
         return Response(body)
 

@@ -197,6 +197,12 @@ class UsageListSerializer(serializers.Serializer):
     to = serializers.DateTimeField()
     rows = UsageRowSerializer(many=True)
     next = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page; null on the last.")
+    possibly_incomplete = serializers.ListField(
+        child=serializers.DateTimeField(),
+        help_text="Buckets in the range that may lack decisions of an API process killed outright (SIGKILL, out of "
+        "memory) before it wrote its last few seconds of usage; empty when every bucket is complete. CSV and XLSX "
+        "answers carry the same list in the X-Usage-Possibly-Incomplete header.",
+    )
 
     def get_fields(self) -> dict[str, Any]:
         return _renamed_from(super().get_fields())

@@ -1,6 +1,8 @@
 """Read-only admin for the usage tables, tuned for tables too big to count: per customer, per calling service and
 per API key alike (list filters for the service and the key, exact searches on each)."""
 
+from typing import Any
+
 from django.contrib import admin
 from django.core.paginator import Paginator
 from django.db import connections
@@ -8,8 +10,9 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
-from apps.usage.models import QuarantinedUsage, UsageDay, UsageHour, UsageMinute
+from apps.usage.models import QuarantinedUsage, UsageBucket, UsageDay, UsageHour, UsageMinute, UsageWriter
 from apps.usage.selectors import usage_callers
+from apps.usage.services.writers import BUCKET_MINUTES, incomplete_minutes
 from apps.usage.vocabulary import REPORTED
 
 # What the list shows for a row made without a service or key (the admin's session, or counted before they were).
@@ -86,6 +89,7 @@ class UsageAdmin(admin.ModelAdmin):
         "api_key",
         *REPORTED,
         "costs",
+        "complete",
     )
     list_filter = (("bucket", admin.DateFieldListFilter), ServiceFilter, ApiKeyFilter)
     # Exact matches only: customers use the (customer, operation, bucket, ...) index; icontains would scan.
@@ -95,6 +99,18 @@ class UsageAdmin(admin.ModelAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
 
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        # The possibly incomplete minutes, read once per page (a few per silent writer: services/writers.py).
+        self._incomplete = incomplete_minutes(0, 2**40)
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description="Complete", boolean=True)
+    def complete(self, row: UsageBucket) -> bool:
+        """False: the bucket may lack what an API process killed outright had not written yet."""
+        size = BUCKET_MINUTES[row._meta.model_name.removeprefix("usage")]
+        start = int(row.bucket.timestamp()) // 60
+        return not any(start <= minute < start + size for minute in getattr(self, "_incomplete", ()))
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -102,6 +118,22 @@ class UsageAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+
+@admin.register(UsageWriter)
+class UsageWriterAdmin(admin.ModelAdmin):
+    """The processes writing usage from their ledgers; a SILENT one stopped without a graceful exit, and up to one
+    interval of its decisions may be missing from the minutes around its last round (services/writers.py)."""
+
+    list_display = ("name", "flushed_at", "interval_s", "stopped_at", "silent_since")
+    list_filter = (("silent_since", admin.EmptyFieldListFilter), ("stopped_at", admin.EmptyFieldListFilter))
+    readonly_fields = list_display
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 

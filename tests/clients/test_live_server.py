@@ -8,7 +8,6 @@ import threading
 import time
 
 import pytest
-import redis
 from quota_client import (
     COST_EXCEEDS_LIMIT,
     AccessDenied,
@@ -22,7 +21,7 @@ from quota_client import (
     Urllib3Transport,
 )
 
-from apps.engine.store.redis import RedisStore
+from apps.usage.models import UsageMinute
 
 # django_db: so pytest-django creates the test database the `platform` fixture configures (the tests themselves
 # only speak HTTP to the server process).
@@ -142,22 +141,27 @@ def test_check_batch_decides_items_on_their_own_or_all_or_none(platform) -> None
     assert remaining(platform, other) == 3  # the refused atomic batch consumed nothing
 
 
-def usage_of(platform, customer: str) -> dict[str, int]:
-    """What the platform counted for the customer, from its usage counters in Redis (before any flush)."""
-    client = redis.Redis.from_url(platform.redis_url)
-    store = RedisStore(client, platform.key_prefix)
-    totals = {"allowed": 0, "records": 0, "bytes": 0}
-    for minute in store.usage_minutes():
-        for row in store.usage_rows(minute):
-            if row.customer == customer:
-                totals["allowed"] += row.allowed
-                totals["records"] += row.costs.get("records", 0)
-                totals["bytes"] += row.costs.get("bytes", 0)
-    client.close()
-    return totals
+def usage_of(customer: str, want: dict[str, int], blocker) -> dict[str, int]:
+    """What the platform counted for the customer: what its workers' ledgers wrote to PostgreSQL (every
+    QUOTA_LEDGER_FLUSH_S), once it reaches `want` or 20 s passed, and then two rounds later (nothing written twice)."""
+
+    def totals() -> dict[str, int]:
+        found = {"allowed": 0, "records": 0, "bytes": 0}
+        for row in UsageMinute.objects.filter(customer=customer):
+            found["allowed"] += row.allowed
+            found["records"] += row.costs.get("records", 0)
+            found["bytes"] += row.costs.get("bytes", 0)
+        return found
+
+    deadline = time.monotonic() + 20
+    with blocker.unblock():
+        while totals() != want and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(4)
+        return totals()
 
 
-def test_put_all_pushes_every_record_through_once_even_when_answers_are_lost(platform) -> None:
+def test_put_all_pushes_every_record_through_once_even_when_answers_are_lost(platform, django_db_blocker) -> None:
     transport = CountingTransport(lose={2, 5, 9})
     client = client_of(platform, transport=transport)
     customer = platform.customer("producer")
@@ -173,7 +177,8 @@ def test_put_all_pushes_every_record_through_once_even_when_answers_are_lost(pla
     assert sorted(written) == list(range(1200))
     assert written == result.admitted
     total_bytes = sum(item.costs["bytes"] for item in items)
-    assert usage_of(platform, customer) == {"allowed": 1200, "records": 1200, "bytes": total_bytes}
+    want = {"allowed": 1200, "records": 1200, "bytes": total_bytes}
+    assert usage_of(customer, want, django_db_blocker) == want
     ideal_s = max((1200 - 500) / 500, (total_bytes - 250_000) / 250_000)
     assert result.elapsed_s < ideal_s * 2 + 1  # generous here; bench/sdk measures the real margin
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.apikeys.services import api_key_create
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.usage.services import usage_flush
 from tests.api_fixtures import client_with
 from tests.apikeys.factories import ServiceFactory
@@ -38,7 +39,8 @@ def two_services_checked(engine, clock) -> dict[str, str]:
             response = api.post("/api/v1/check", {"customer": "acct-1", "operation": "Op"}, format="json")
             assert response.status_code == 200
     clock.advance(2 * MINUTE_MS)
-    assert usage_flush(store=engine, now_ms=clock.now_ms()).rows == 2
+    assert decision_ledger.flush() == 5  # one row per calling key: 2 rows
+    assert usage_flush(store=engine, now_ms=clock.now_ms()).rows == 0  # Redis holds no usage
     return {name: key.api_key.prefix for name, key in issued.items()}
 
 

@@ -19,7 +19,7 @@ from apps.alerts.models import AlertEvent, AlertRule, JobOutcome, RuleKind
 from apps.enforcement.counters.breaker import CLOSED
 from apps.enforcement.counters.guarded_store import breaker_for
 from apps.enforcement.counters.inspection import CountersUnavailable, customers_limit_states
-from apps.usage.models import UsageHour, UsageMinute
+from apps.usage.models import UsageHour, UsageMinute, UsageWriter
 from apps.usage.vocabulary import WITHOUT_REDIS
 
 STORE_SUBJECT = "counter store"
@@ -119,6 +119,12 @@ def store_findings(rule: AlertRule, *, now: dt.datetime, store_probe: StoreProbe
     busiest = max((row["without"] for row in minutes.annotate(without=without)), default=0)
     if busiest > rule.threshold:
         problems.append(f"{busiest} checks were decided without Redis in one minute (the rule allows {rule.threshold})")
+    silent = UsageWriter.objects.filter(silent_since__gte=start, stopped_at__isnull=True).count()
+    if silent:
+        problems.append(
+            f"{silent} API process(es) stopped without a graceful exit in the last {rule.window_minutes} minutes: "
+            "up to one ledger interval of their decisions may be missing from usage (the minutes are marked)"
+        )
     if not problems:
         return {}
     return {STORE_SUBJECT: Finding(busiest, "The counter store is degraded: " + "; ".join(problems) + ".")}

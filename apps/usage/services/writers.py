@@ -114,3 +114,16 @@ def incomplete_minutes(start: int, end: int) -> set[int]:
 
 def _minute(moment: dt.datetime) -> int:
     return int(moment.timestamp() * 1000) // MINUTE_MS
+
+
+BUCKET_MINUTES = {"minute": 1, "hour": 60, "day": 1440}
+
+
+def incomplete_buckets(*, granularity: str, start: dt.datetime, end: dt.datetime) -> list[dt.datetime]:
+    """The buckets of `granularity` (minute, hour, day; UTC) starting in [start, end) that hold a possibly incomplete
+    minute: the mark the usage API, its CSV and XLSX answers carry."""
+    size = BUCKET_MINUTES[granularity]
+    first, last = _minute(start) // size * size, _minute(end)
+    buckets = {minute // size * size for minute in incomplete_minutes(first, last + size)}
+    moments = [dt.datetime.fromtimestamp(bucket * 60, tz=dt.UTC) for bucket in sorted(buckets)]
+    return [moment for moment in moments if start <= moment < end]

@@ -8,6 +8,8 @@ import redis
 
 from apps.enforcement.counters import guarded_store as store_module
 from apps.enforcement.counters.guarded_store import engine_store, engine_store_use, usage_flusher_start
+from apps.enforcement.ledger.pending import decision_ledger
+from apps.enforcement.ledger.tally import decision_tally
 from apps.engine import CheckItem, LimitSpec, ManualClock, MemoryStore
 from apps.engine.store.cluster import ClusterStore
 from apps.engine.store.redis import RedisStore
@@ -18,25 +20,30 @@ AN_HOUR_AGO_MS = (int(time.time()) - 3600) * 1000
 
 
 def test_in_process_usage_reaches_the_database_without_a_celery_worker() -> None:
+    """Decisions reach it through the ledger (its own thread, every QUOTA_LEDGER_FLUSH_S); what the store holds itself
+    (a lease's session time) through the embedded flusher."""
     memory = MemoryStore("embedded", clock=ManualClock(AN_HOUR_AGO_MS))
     limit = LimitSpec("per-minute", "fixed_window", 100, period_s=60, key_by=("customer",))
+    item = CheckItem("acct-1", "PutRecords", costs={"records": 7})
     for _ in range(3):
-        memory.check(CheckItem("acct-1", "PutRecords", costs={"records": 7}), [limit])
+        decision_tally(item, [limit], memory.check(item, [limit]))
+    decision_ledger.flush()
+    memory.lease_acquire(item, LimitSpec("slots", "concurrency", 5), 30)  # 30 s of session time, this minute
 
     flusher = usage_flusher_start(memory, interval_s=0.05)
     try:
         deadline = time.monotonic() + 10
         while not UsageMinute.objects.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
+        while not UsageMinute.objects.filter(session_ms__gt=0).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         flusher.stop()
-    row = UsageMinute.objects.get()
-    assert (row.customer, row.operation, row.allowed, row.costs) == (
-        "acct-1",
-        "PutRecords",
-        3,
-        {"records": 21, "requests": 3},
-    )
+    rows = UsageMinute.objects.all()  # the lease's 30 s may straddle a minute: a second row
+    assert {(row.customer, row.operation) for row in rows} == {("acct-1", "PutRecords")}
+    assert sum(row.session_ms for row in rows) == 30_000
+    assert sum(row.allowed for row in rows) == 3
+    assert sum(row.costs.get("records", 0) for row in rows) == 21
     assert memory.usage_minutes() == []
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from apps.apikeys.services import api_key_create
+from apps.enforcement.ledger.pending import decision_ledger
 from apps.reports import apis
 from apps.usage.models import UsageMinute
 from apps.usage.services import usage_flush, usage_rollup
@@ -48,7 +49,8 @@ def checked(callers, engine, clock) -> dict[str, list]:
             response = api.post("/api/v1/check", {"customer": "acct-1", "operation": "PutRecords"}, format="json")
             assert response.status_code in (200, 429), response.content
     clock.advance(2 * MINUTE_MS)
-    assert usage_flush(store=engine, now_ms=clock.now_ms()).rows == 3
+    assert decision_ledger.flush() == sum(times for _, _, times in CHECKS)  # one row per calling key: 3 rows
+    assert usage_flush(store=engine, now_ms=clock.now_ms()).rows == 0  # Redis holds no usage
     return callers
 
 
