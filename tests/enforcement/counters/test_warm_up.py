@@ -87,7 +87,8 @@ def test_before_the_warm_up_a_missing_counter_is_still_seeded(store, seeder) -> 
     record_spending(store._layout, spec, ITEM, SPENT)
 
     assert store.check(ITEM, [spec]).limits[0].remaining == 50 - IN_THIS_HOUR - 1
-    assert (store.calls, len(seeder.asked)) == (2, 1)
+    # Its shape's script hands over (the counter may have been lost), check.lua asks for the seed, then decides.
+    assert (store.calls, len(seeder.asked)) == (3, 1)
 
 
 def test_a_warm_store_is_left_alone_and_a_second_run_writes_nothing(store, redis_client, caplog) -> None:

@@ -9,18 +9,20 @@ from apps.engine import CheckItem
 from apps.engine.store.cluster import ClusterStore
 from tests.api_fixtures import NOON_MS
 from tests.customers.factories import CustomerFactory
-from tests.enforcement.counters.warm_fixtures import CountingSeeder, durable_limit, record_spending, spec_of
+from tests.enforcement.counters.warm_fixtures import (
+    CallCounting,
+    CountingSeeder,
+    durable_limit,
+    record_spending,
+    spec_of,
+)
 
 pytestmark = pytest.mark.django_db
 NOW = NOON_MS + 30 * 60_000
 
 
-class CountingClusterStore(ClusterStore):
-    calls = 0
-
-    def _eval(self, client, keys, args):
-        self.calls += 1
-        return super()._eval(client, keys, args)
+class CountingClusterStore(CallCounting, ClusterStore):
+    """A ClusterStore counting its check script calls."""
 
 
 def test_each_customer_slot_is_warmed_and_marked_and_then_a_check_is_one_call(cluster_client, clock) -> None:

@@ -62,14 +62,28 @@ class CountingSeeder:
         return usage_seeds(requests)
 
 
-class CountingStore(RedisStore):
-    """A RedisStore counting its check script calls."""
+class CallCounting:
+    """Counts a store's check script calls: check.lua's (_eval) and its shaped scripts' (store/shaped.py)."""
 
     calls = 0
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        shaped_call = self._shaped._call  # type: ignore[attr-defined]
+
+        def counted(*call: Any) -> Any:
+            self.calls += 1
+            return shaped_call(*call)
+
+        self._shaped._call = counted  # type: ignore[attr-defined]
+
     def _eval(self, client: Any, keys: list[str], args: list[Any]) -> list[list[Any]]:
         self.calls += 1
-        return super()._eval(client, keys, args)
+        return super()._eval(client, keys, args)  # type: ignore[misc]
+
+
+class CountingStore(CallCounting, RedisStore):
+    """A RedisStore counting its check script calls."""
 
 
 def lose_redis(redis_client: Any, key_prefix: str) -> None:

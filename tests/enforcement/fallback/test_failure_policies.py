@@ -12,8 +12,9 @@ import redis
 from apps.enforcement.counters import guarded_store as store
 from apps.enforcement.counters.breaker import OPEN, CircuitBreaker
 from apps.enforcement.counters.guarded_store import engine_store_use
-from apps.enforcement.fallback import fallback_purge, heartbeat
+from apps.enforcement.fallback import fallback_purge, heartbeat, local
 from apps.enforcement.models import FallbackCounter, FallbackRequest, InstanceHeartbeat
+from apps.engine import MemoryStore
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import StoreFailurePolicy
 from tests.api_fixtures import client_with
@@ -101,6 +102,8 @@ def test_database_policy_refuses_a_cost_above_the_window_for_good(api_without_re
 def test_local_enforces_this_instances_share_of_the_limit(api_without_redis, monkeypatch) -> None:
     limit(StoreFailurePolicy.LOCAL, quantity=4, algorithm="fixed_window")
     monkeypatch.setattr(heartbeat, "_live", 2)
+    monkeypatch.setattr(heartbeat, "_beaten", True)  # else the first count replaces the 2 with this process alone
+    monkeypatch.setattr(local, "_local_store", MemoryStore(key_prefix="local"))  # this test's counters only
 
     statuses = [check(api_without_redis, customer="acct-local").status_code for _ in range(3)]
 
