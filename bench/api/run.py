@@ -67,8 +67,8 @@ from bench.api.report import (  # noqa: E402
     machine_description,
     print_summary,
     results_entry,
-    targets,
 )
+from bench.api.targets import targets  # noqa: E402
 from bench.api.servers import SERVERS  # noqa: E402
 from bench.api.stores import Redis, bench_database, bench_redis  # noqa: E402
 from tests.servers import MissingBinary, missing_binary_message  # noqa: E402
