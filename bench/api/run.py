@@ -68,9 +68,9 @@ from bench.api.report import (  # noqa: E402
     print_summary,
     results_entry,
 )
-from bench.api.targets import targets  # noqa: E402
 from bench.api.servers import SERVERS  # noqa: E402
 from bench.api.stores import Redis, bench_database, bench_redis  # noqa: E402
+from bench.api.targets import targets  # noqa: E402
 from tests.servers import MissingBinary, missing_binary_message  # noqa: E402
 
 
