@@ -107,7 +107,7 @@ class UsageAdmin(admin.ModelAdmin):
     @admin.display(description="Complete", boolean=True)
     def complete(self, row: UsageBucket) -> bool:
         """False: the bucket may lack what an API process killed outright had not written yet."""
-        size = BUCKET_MINUTES[row._meta.model_name.removeprefix("usage")]
+        size = BUCKET_MINUTES[{UsageMinute: "minute", UsageHour: "hour", UsageDay: "day"}[type(row)]]
         start = int(row.bucket.timestamp()) // 60
         return not any(start <= minute < start + size for minute in getattr(self, "_incomplete", ()))
 

@@ -98,8 +98,12 @@ class DecisionLedger:
         self._costs: dict[Key, dict[str, int]] = {}
         self._spending = Spending()
         self._lock = threading.Lock()
+        # One round at a time: a last round on exit waits for one in flight (a daemon thread dies with the process,
+        # its transaction rolled back), and then writes what came after it.
+        self._rounds = threading.Lock()
         self._thread: PeriodicThread | None = None
         self.writer = ""  # this process's name among the usage writers, once it has written (writers.py)
+        self.closed = False  # the process is ending (shutdown.py): rounds write what is pending, no heartbeat
 
     def count(
         self, key: Key, outcome: int, shadow: bool, logged: int, costs: Iterable[tuple[str, int]], records: list[Record]
@@ -159,15 +163,21 @@ class DecisionLedger:
         """Write what is pending in one transaction; on failure it stays pending. How many decisions were written
         (those the database refuses on their own are quarantined, not written). A process that has written once
         writes a round even with nothing pending: its heartbeat (writers.py)."""
+        with self._rounds:
+            return self._round()
+
+    def _round(self) -> int:
         with self._lock:
             counts, costs, spending = self._counts, self._costs, self._spending
             self._counts, self._costs, self._spending = {}, {}, Spending()
-        if not counts and not spending.records and not (self.writer and self._thread is not None):
+        beating = not self.closed and self._thread is not None
+        if not counts and not spending.records and not (beating and self.writer):
             return 0
         rows = [_row(key, amounts, costs.get(key, {})) for key, amounts in counts.items()]
-        self.writer = self.writer or writer_name()
+        if not self.closed:
+            self.writer = self.writer or writer_name()
         try:
-            return decisions_write(rows, spending, self.writer)
+            return decisions_write(rows, spending, "" if self.closed else self.writer)
         except Exception:
             with self._lock:  # keep them for the next round, in front of what came meanwhile
                 self._merge_back(counts, costs, spending)
@@ -186,9 +196,9 @@ class DecisionLedger:
 
     def forked(self) -> None:
         """In a child made by fork (shutdown.py): start empty, without the parent's thread and writer name."""
-        self._lock = threading.Lock()
+        self._lock, self._rounds = threading.Lock(), threading.Lock()
         self._counts, self._costs, self._spending = {}, {}, Spending()
-        self._thread, self.writer = None, ""
+        self._thread, self.writer, self.closed = None, "", False
 
     def discard(self) -> None:
         """Forget what is pending, unwritten (tests start each with an empty ledger)."""

@@ -44,8 +44,9 @@ def ledger_final_flush() -> int:
     from apps.usage.services.writers import writer_stopped
 
     written = 0
+    decision_ledger.closed = True  # no heartbeat from now on: a writer registered after this would never stop
     try:
-        written = decision_ledger.flush()
+        written = decision_ledger.flush()  # waits for a round in flight, then writes what came after it
         if decision_ledger.writer:
             writer_stopped(name=decision_ledger.writer)
             decision_ledger.writer = ""
