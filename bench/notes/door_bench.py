@@ -1,6 +1,6 @@
 """The lean door against DRF's, gunicorn sync against granian WSGI, and the floor, in one run (issue 25, parts 4-5).
 
-    .venv/bin/python bench/notes/door_bench.py [--duration 10] [--rounds 2] [--floor ../shared/bench]
+    .venv/bin/python bench/notes/door_bench.py [--duration 10] [--rounds 2] [--floor bench/api]
 
 Reuses bench/api as it is (its PostgreSQL and Redis, its 3-limit platform, wrk with load.lua, CPU from /proc) and
 only varies the server (WEB_SERVER=gunicorn|granian, 2 workers each), the door (QUOTA_LEAN_DOOR) and the app (the
@@ -45,7 +45,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=10)
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--floor", default=str(ROOT.parent / "shared" / "bench"), help="folder of floor_app.py")
+    parser.add_argument("--floor", default=str(ROOT / "bench" / "api"), help="folder of floor_app.py")
     args = parser.parse_args()
     args.threads, args.customers, args.verbose = 2, 1000, False
     wrk = ensure_wrk()
@@ -59,7 +59,7 @@ def main() -> int:
             for label, server, app, extra, phases in rows if number % 2 == 0 else rows[::-1]:
                 os.environ["WEB_SERVER"] = server  # read by bench/api/servers.py when it builds the command
                 os.environ["WEB_CONCURRENCY"] = "2"
-                env = {**setup.fresh_platform_env(), "WEB_CONCURRENCY": "2", "FLOOR_REDIS_PORT": redis_port, **extra}
+                env = {**setup.fresh_platform_env(), "WEB_CONCURRENCY": "2", "FLOOR_REDIS_URL": setup.redis_url, **extra}
                 print(f"== round {number + 1}: {label}", flush=True)
                 for result in run_server_phases(
                     label, app, env, phases, setup.workdir, wrk=wrk, token=setup.token, args=args, redis=redis
