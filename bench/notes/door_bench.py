@@ -53,13 +53,13 @@ def main() -> int:
     with contextlib.ExitStack() as stack:
         setup = open_setup(stack, with_platform=True)
         redis = Redis(setup.redis_url)
-        redis_port = setup.redis_url.rsplit(":", 1)[1].split("/")[0]
         rows = configurations(args.floor)
         for number in range(args.rounds):
             for label, server, app, extra, phases in rows if number % 2 == 0 else rows[::-1]:
                 os.environ["WEB_SERVER"] = server  # read by bench/api/servers.py when it builds the command
                 os.environ["WEB_CONCURRENCY"] = "2"
-                env = {**setup.fresh_platform_env(), "WEB_CONCURRENCY": "2", "FLOOR_REDIS_URL": setup.redis_url, **extra}
+                env = {**setup.fresh_platform_env(), "WEB_CONCURRENCY": "2", **extra}
+                env["FLOOR_REDIS_URL"] = setup.redis_url
                 print(f"== round {number + 1}: {label}", flush=True)
                 for result in run_server_phases(
                     label, app, env, phases, setup.workdir, wrk=wrk, token=setup.token, args=args, redis=redis
