@@ -31,7 +31,7 @@ from apps.engine.keys import enc
 from apps.engine.store.base import UsageRow
 from apps.engine.store.operator_tools import _text
 from apps.engine.store.plan import ItemPlan
-from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore, answer_now
+from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore, answer_code, answer_now
 from apps.engine.store.script.args import encode
 from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.slots import CrossSlotCheck, reused_positions
@@ -200,12 +200,12 @@ def slot_groups(plans: Sequence[ItemPlan]) -> tuple[dict[int, list[int]], list[i
 
 
 def _asks_seeds(answer: Any) -> bool:
-    return bool(answer) and bool(answer[0]) and answer[0][0] == NEEDS_SEED
+    return isinstance(answer, list) and answer_code(answer) == NEEDS_SEED
 
 
 def _raise_if_reused(answer: list[list[Any]], members: list[int]) -> None:
     """A slot's call that found request ids reused wrote nothing; the other slots' calls were decided."""
-    if answer and answer[0] and answer[0][0] == REUSED:
+    if answer_code(answer) == REUSED:
         raise IdempotencyKeyReused(tuple(members[int(number) - 1] for number in answer[0][1:]))
 
 

@@ -177,12 +177,12 @@ class RedisStore(RedisOperatorTools):
         for _ in range(MAX_SEED_CALLS):
             keys, args, definitions = encode(plans, atomic, now, self._index_base, self._epoch_key, seeds, self._log)
             rows = self._eval(client, keys, args)
-            if not (rows and rows[0] and rows[0][0] == NEEDS_SEED):
+            if answer_code(rows) != NEEDS_SEED:
                 break
             seeds.update(self._seeds(rows[0], definitions))
         else:
             raise RuntimeError(f"check.lua still asked for seeds after {MAX_SEED_CALLS} calls")
-        if rows and rows[0] and rows[0][0] == REUSED:
+        if answer_code(rows) == REUSED:
             raise IdempotencyKeyReused(tuple(int(number) - 1 for number in rows[0][1:]))
         rows, now = answer_now(rows)
         if len(rows) != len(plans):
@@ -219,6 +219,13 @@ class RedisStore(RedisOperatorTools):
             n: seed_text(limit.spec, limit.params(now), history, now)
             for n, (limit, _), history in zip(numbers, limits, histories, strict=True)
         }
+
+
+def answer_code(answer: list[Any]) -> Any:
+    """NEEDS_SEED or REUSED when check.lua answered one of them, else None (its answer to an empty call is its
+    now alone)."""
+    first = answer[0] if answer else None
+    return first[0] if isinstance(first, list) and first else None
 
 
 def answer_now(answer: list[Any]) -> tuple[list[list[Any]], int]:
