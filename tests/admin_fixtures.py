@@ -17,7 +17,7 @@ from apps.limits.models import AccessRule, Limit, Operation, Override
 from apps.quality.models import AuditRun, DecisionEvent, LogCheck
 from apps.reports.models import ExportJob
 from apps.toggles.models import FeatureToggle
-from apps.usage.models import QuarantinedUsage, UsageDay, UsageHour, UsageMinute
+from apps.usage.models import QuarantinedUsage, UsageDay, UsageHour, UsageMinute, UsageWriter
 from tests.alerts.factories import AlertEventFactory, AlertRuleFactory, JobOutcomeFactory
 from tests.apikeys.factories import ApiKeyFactory, ServiceFactory
 from tests.customers.factories import CustomerFactory, PlanFactory
@@ -26,7 +26,13 @@ from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFac
 from tests.quality.factories import AuditRunFactory, DecisionEventFactory, LogCheckFactory
 from tests.reports.factories import ExportJobFactory
 from tests.toggles.factories import FeatureToggleFactory
-from tests.usage.factories import QuarantinedUsageFactory, UsageDayFactory, UsageHourFactory, UsageMinuteFactory
+from tests.usage.factories import (
+    QuarantinedUsageFactory,
+    UsageDayFactory,
+    UsageHourFactory,
+    UsageMinuteFactory,
+    UsageWriterFactory,
+)
 
 # One factory per model of ours that the admin shows; the registry test checks none is missing.
 FACTORY_BY_MODEL: dict[type[Model], Any] = {
@@ -43,6 +49,7 @@ FACTORY_BY_MODEL: dict[type[Model], Any] = {
     UsageHour: UsageHourFactory,
     UsageDay: UsageDayFactory,
     QuarantinedUsage: QuarantinedUsageFactory,
+    UsageWriter: UsageWriterFactory,
     ChangeEvent: ChangeEventFactory,
     ExportJob: ExportJobFactory,
     DecisionEvent: DecisionEventFactory,

@@ -101,11 +101,7 @@ class UsageListApi(ServiceApi):
             api_keys=tuple(dict.fromkeys(params.get("api_key", ()))),
         )
         rows = usage_report_rows_for_key(principal=request_principal(request), filters=filters)
-        # Buckets a process killed outright may have left short (apps/usage/services/writers.py).
-        incomplete = [
-            moment.isoformat()
-            for moment in incomplete_buckets(granularity=filters.granularity, start=filters.start, end=filters.end)
-        ]
+        incomplete = _incomplete(filters)
         if params["format"] in ("csv", "xlsx"):
             response = _csv_response(filters, rows) if params["format"] == "csv" else _xlsx_response(filters, rows)
             if incomplete:
@@ -121,6 +117,12 @@ class UsageListApi(ServiceApi):
             "possibly_incomplete": incomplete,
         }
         return Response(body)
+
+
+def _incomplete(filters: UsageFilters) -> list[str]:
+    """The buckets a process killed outright may have left short (apps/usage/services/writers.py)."""
+    buckets = incomplete_buckets(granularity=filters.granularity, start=filters.start, end=filters.end)
+    return [moment.isoformat() for moment in buckets]
 
 
 def _parsed(request: Request) -> dict[str, Any]:

@@ -54,7 +54,9 @@ USAGE: dict[str, Any] = {
     "that customer and sees only it (403 otherwise).\n\n"
     "`format=json` (default) answers pages of at most 10,000 rows: pass `next` as `cursor` for the following "
     "page until it is null. `format=csv` streams every row at once; `format=xlsx` sends one workbook, refused "
-    "(400 naming `format`) past its row cap. Usage reaches these tables within about a minute of the checks.",
+    "(400 naming `format`) past its row cap. Usage reaches these tables within seconds of the checks (each API "
+    "process writes what it decided every few seconds); `possibly_incomplete` names the buckets a process killed "
+    "outright may have left short.",
     "examples": [
         OpenApiExample(
             "acct-1's 09:00 hour, one page",
@@ -64,6 +66,7 @@ USAGE: dict[str, Any] = {
                 "to": "2026-03-03T00:00:00+00:00",
                 "rows": [SCALING_ROW, ROW],
                 "next": None,
+                "possibly_incomplete": [],
             },
             response_only=True,
             status_codes=["200"],

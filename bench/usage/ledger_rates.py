@@ -75,26 +75,18 @@ def _stats() -> dict[str, int]:
     return stats
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--pairs", type=int, default=1000, help="active customer x operation pairs per process")
     parser.add_argument("--rate", type=int, default=2000, help="decisions per second per process")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--interval", type=float, default=2.0, help="QUOTA_LEDGER_FLUSH_S")
-    args = parser.parse_args()
-    _setup(args.interval)
-    from django.core.management import call_command
-    from django.db import connection
-    from django.db.models import Sum
+    return parser.parse_args()
 
-    from apps.usage.models import UsageMinute
 
-    call_command("migrate", verbosity=0)
-    UsageMinute.objects.all().delete()
-    connection.close()
-    time.sleep(1.0)  # statistics are reported at the end of transactions, up to a second later
-    before = _stats()
+def _run(args: argparse.Namespace) -> float:
+    """The processes, started together; the seconds from their start to the end of the last one."""
     context = multiprocessing.get_context("spawn")
     start_at = time.time() + 3.0  # after every process has started Django
     workers = [
@@ -107,20 +99,35 @@ def main() -> None:
         worker.start()
     for worker in workers:
         worker.join()
-    elapsed = time.time() - start_at
+    return time.time() - start_at
+
+
+def main() -> None:
+    args = _arguments()
+    _setup(args.interval)
+    from django.core.management import call_command
+    from django.db import connection
+    from django.db.models import Sum
+
+    from apps.usage.models import UsageMinute
+
+    call_command("migrate", verbosity=0)
+    UsageMinute.objects.all().delete()
+    connection.close()
+    time.sleep(1.0)  # statistics are reported at the end of transactions, up to a second later
+    before = _stats()
+    elapsed = _run(args)
     time.sleep(1.5)
-    after = _stats()
+    delta = {name: value - before[name] for name, value in _stats().items()}
     decided = args.processes * int(args.rate * args.seconds)
     written = UsageMinute.objects.aggregate(allowed=Sum("allowed"))["allowed"]
-    delta = {name: after[name] - before[name] for name in after}
-    rows = sum(delta[table] for table in TABLES)
     print(
         f"{args.processes} processes x {args.pairs} active pairs, {args.rate} decisions/s each, round every "
         f"{args.interval} s, {elapsed:.1f} s"
     )
     print(f"  decisions           {decided / elapsed:10.0f}/s   (usage written: {written} of {decided})")
     print(f"  transactions        {delta['transactions'] / elapsed:10.1f}/s   (the server's commits, all kinds)")
-    print(f"  rows written        {rows / elapsed:10.0f}/s   (inserts + updates)")
+    print(f"  rows written        {sum(delta[table] for table in TABLES) / elapsed:10.0f}/s   (inserts + updates)")
     for table in TABLES:
         print(f"    {table:22s}{delta[table] / elapsed:10.0f}/s")
     if written != decided:

@@ -4,7 +4,7 @@ import factory
 
 from apps.engine import CheckItem, LimitSpec, MemoryStore
 from apps.engine.decision_usage import decision_usage
-from apps.usage.models import FlushedMinute, QuarantinedUsage, UsageDay, UsageHour, UsageMinute
+from apps.usage.models import FlushedMinute, QuarantinedUsage, UsageDay, UsageHour, UsageMinute, UsageWriter
 from apps.usage.services import DecisionCounts
 
 
@@ -111,3 +111,12 @@ class QuarantinedUsageFactory(factory.django.DjangoModelFactory):
     key = factory.LazyAttribute(lambda row: repr(("a\x00b", "PutRecords", row.minute)))
     row = "{'allowed': 3, 'denied': 0}"
     error = "PostgreSQL text fields cannot contain NUL (0x00) bytes"
+
+
+class UsageWriterFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = UsageWriter
+
+    name = factory.Sequence(lambda n: f"api-host:{1000 + n}:0a1b2c3d")
+    flushed_at = factory.LazyFunction(lambda: dt.datetime.now(dt.UTC))
+    interval_s = 2.0

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from typing import Any
 
 from apps.enforcement.counters.guarded_store import engine_call
 from apps.enforcement.decisions.specs import EngineArgs
@@ -146,10 +147,7 @@ def hybrid_batch(items: list[CheckItem], args: list[EngineArgs], mode: str) -> l
             fallback_batch([(item, arg.exact) for item, arg in zip(items, args, strict=True)], atomic=True)
         ),
     )
-    decisions_tally(
-        [pair for pair, arg in zip(pairs, args, strict=True) if arg.exact],
-        [decision for decision, arg in zip(exact, args, strict=True) if arg.exact],
-    )
+    _tally_exact(pairs, exact, args)
     refused = not all(decision.allowed for decision in exact)
     for hold in holds if refused else ():
         hybrid_give_back(hold.taken)
@@ -164,6 +162,12 @@ def hybrid_batch(items: list[CheckItem], args: list[EngineArgs], mode: str) -> l
         )
         for arg, hold, decision in zip(args, holds, exact, strict=True)
     ]
+
+
+def _tally_exact(pairs: list[tuple[CheckItem, Any]], exact: list[Report], args: list[EngineArgs]) -> None:
+    """Tally what Redis decided for the items with exact limits (the others are counted as decided here)."""
+    chosen = [n for n, arg in enumerate(args) if arg.exact]
+    decisions_tally([pairs[n] for n in chosen], [exact[n] for n in chosen])
 
 
 def _independent(items: list[CheckItem], args: list[EngineArgs]) -> list[Report]:

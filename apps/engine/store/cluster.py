@@ -221,7 +221,7 @@ def slot_groups(plans: Sequence[ItemPlan]) -> tuple[dict[int, list[int]], list[i
 
 
 def _asks_seeds(answer: Any) -> bool:
-    return answer_code(answer) == NEEDS_SEED
+    return isinstance(answer, list) and answer_code(answer) == NEEDS_SEED
 
 
 def _raise_if_reused(answer: list[list[Any]], members: list[int]) -> None:
