@@ -104,6 +104,7 @@ def test_the_aggressive_users_are_ranked_on_top(audited) -> None:
 def test_the_audited_session_time_is_what_the_generator_held(audited, traffic) -> None:
     for name, row in traffic.customers.items():
         # Released sessions end on the generator's side when the release was sent, on the platform's when it
-        # arrived: a few milliseconds per session apart.
-        slack = 0.05 * len(row.sessions) + 0.01
+        # arrived: a few milliseconds per session apart, up to a few hundred on a loaded 2-core CI machine (seen
+        # failing at 50 ms per session before issue 25's changes too).
+        slack = 0.25 * len(row.sessions) + 0.01
         assert audited["customers"][name]["session_ms"] / 1000 == pytest.approx(row.session_seconds(), abs=slack)
