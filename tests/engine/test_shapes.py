@@ -69,18 +69,26 @@ def counter_states(client: redis.Redis, prefix: str) -> dict[str, bytes]:
     return {key.decode()[len(prefix) :]: client.get(key) for key in keys}
 
 
+def paired_stores(client: redis.Redis, run: str) -> tuple[ManualClock, RedisStore, RedisStore]:
+    """One clock (a calendar day ends within the run), a store that shapes and one that sends all to check.lua."""
+    clock = ManualClock(START_MS + 86_400_000 - 3_000)
+    return clock, RedisStore(client, f"{run}s", clock=clock), RedisStore(client, f"{run}g", clock=clock, shaped=False)
+
+
+def item_of(customer: str, costs: dict[str, int], zone: str) -> CheckItem:
+    return CheckItem(customer, "op", resource="r", ip="10.0.0.1", costs=costs, timezone=zone)
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(limits=plain_limits(), steps=STEPS)
 def test_the_shaped_script_decides_and_writes_exactly_as_check_lua(
     redis_client: redis.Redis, key_prefix: str, limits: tuple[LimitSpec, ...], steps: list[Any]
 ) -> None:
-    clock = ManualClock(START_MS + 86_400_000 - 3_000)  # a calendar day ends within the run
     run = f"{key_prefix}:{abs(hash((limits, tuple(map(repr, steps)))))}"
-    shaped = RedisStore(redis_client, f"{run}s", clock=clock)
-    general = RedisStore(redis_client, f"{run}g", clock=clock, shaped=False)
+    clock, shaped, general = paired_stores(redis_client, run)
     for advance, customer, costs, zone in steps:
         clock.advance(advance)
-        item = CheckItem(customer, "op", resource="r", ip="10.0.0.1", costs=costs, timezone=zone)
+        item = item_of(customer, costs, zone)
         assert shaped.check(item, limits) == general.check(item, limits)
     assert counter_states(redis_client, f"{run}s") == counter_states(redis_client, f"{run}g")
 
@@ -90,16 +98,12 @@ def test_the_shaped_script_decides_and_writes_exactly_as_check_lua(
 def test_a_batch_of_one_shape_is_decided_and_written_exactly_as_check_lua_decides_it(
     redis_client: redis.Redis, key_prefix: str, limits: tuple[LimitSpec, ...], batches: list[Any]
 ) -> None:
-    clock = ManualClock(START_MS + 86_400_000 - 3_000)
     run = f"{key_prefix}:{abs(hash((limits, repr(batches))))}"
-    shaped = RedisStore(redis_client, f"{run}s", clock=clock)
-    general = RedisStore(redis_client, f"{run}g", clock=clock, shaped=False)
+    clock, shaped, general = paired_stores(redis_client, run)
     for steps in batches:
         clock.advance(steps[0][0])
-        pairs = [
-            (CheckItem(customer, "op", resource="r", ip="10.0.0.1", costs=costs, timezone=zone), limits)
-            for _, customer, costs, zone in steps  # items of one customer share its counters, in order
-        ]
+        # Items of one customer share its counters, in order.
+        pairs = [(item_of(customer, costs, zone), limits) for _, customer, costs, zone in steps]
         assert shaped.check_batch(pairs) == general.check_batch(pairs)
     assert counter_states(redis_client, f"{run}s") == counter_states(redis_client, f"{run}g")
 
