@@ -107,7 +107,9 @@ def _drive(app: Any, path: str, bodies: list[bytes], token: str, count: int) -> 
     for index in range(count):
         response = app(_environ(path, bodies[index % len(bodies)], token), start_response)
         b"".join(response)
-        response.close()
+        close = getattr(response, "close", None)  # PEP 3333: the lean door answers a plain list
+        if close is not None:
+            close()
     if set(statuses) - {"200 OK"}:
         print(f"statuses: {statuses}", file=sys.stderr)
 
