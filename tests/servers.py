@@ -64,6 +64,7 @@ class RedisServer:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     directory: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="qp-redis-"))
+    extra_args: tuple[str, ...] = ()  # more redis-server options, e.g. ("--rename-command", "FCALL", "")
 
     @property
     def url(self) -> str:
@@ -72,7 +73,7 @@ class RedisServer:
     def start(self) -> RedisServer:
         binary = find_binary("redis-server")
         args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        args += ["--dir", self.directory, "--logfile", os.path.join(self.directory, "redis.log")]
+        args += ["--dir", self.directory, "--logfile", os.path.join(self.directory, "redis.log"), *self.extra_args]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # noqa: S603
         wait_for_port(self.port, self.process, "redis-server")
         return self

@@ -32,6 +32,7 @@ OFFSET_REFRESH_MS = 60_000
 MIN_MARGIN_MS = 2
 MARGIN_SHARE = 10  # a tenth of the timeout is kept for the answer's way back and the offset's error
 ERROR_PREFIX = "DEADLINE"
+FUNCTION_NOT_FOUND = "Function not found"  # FCALL's error when Redis lacks the library
 
 
 def _prologue() -> str:
@@ -112,6 +113,30 @@ class DeadlineScript:
         deadline = deadline_arg(client or self._client) if deadline_ms is None else deadline_ms
         try:
             return self._script(keys=keys, args=[*args, deadline], client=client)
+        except ResponseError as error:
+            raise_if_deadline(error)
+            raise
+
+
+class DeadlineFunction:
+    """A Redis Function (a library whose code starts its function with the deadline prologue) called with its
+    call's deadline; the library is loaded when Redis lacks it (a restart, FUNCTION FLUSH), as a script is on
+    NOSCRIPT."""
+
+    def __init__(self, name: str, library: str) -> None:
+        self.name = name
+        self._library = library
+
+    def __call__(self, keys: list[Any], args: list[Any], client: Any) -> Any:
+        """FCALL the function; DeadlinePassed when it reached Redis too late."""
+        try:
+            try:
+                return client.fcall(self.name, len(keys), *keys, *args, deadline_arg(client))
+            except ResponseError as error:
+                if not str(error).startswith(FUNCTION_NOT_FOUND):
+                    raise
+            client.function_load(self._library, replace=True)
+            return client.fcall(self.name, len(keys), *keys, *args, deadline_arg(client))
         except ResponseError as error:
             raise_if_deadline(error)
             raise

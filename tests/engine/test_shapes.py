@@ -12,19 +12,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from apps.engine import CheckItem, LimitSpec, ManualClock
+from apps.engine.deadline import with_deadline
 from apps.engine.durability import History
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.redis import RedisStore
-from apps.engine.store.script.shapes import plain, shape_of, shape_script
+from apps.engine.store.script.assembly import lua_file
+from apps.engine.store.script.shapes import plain, shape_library, shape_of, shape_script
 from apps.engine.types import SeedRequest
 from tests.engine.conftest import START_MS
+from tests.servers import RedisServer
 
 PLAIN = sorted(name for name, entry in ALGORITHMS.items() if plain(entry))
 ZONES = ["UTC", "Europe/Berlin", "America/New_York"]
 
 
-def evalsha_calls(client: redis.Redis) -> int:
-    return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+def script_calls(client: redis.Redis) -> int:
+    """Calls of scripts and of Redis Functions so far (a shape is a Function on one server, check.lua a script)."""
+    stats = client.info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{command}", {}).get("calls", 0)) for command in ("evalsha", "eval", "fcall"))
 
 
 def spec_of(
@@ -113,9 +118,9 @@ def test_a_batch_of_one_shape_is_one_call(redis_client: redis.Redis, key_prefix:
     limits = (LimitSpec("w", "fixed_window", 50, period_s=60, key_by=("customer",)),)
     pairs = [(CheckItem(f"c{n % 7}", "op"), limits) for n in range(100)]
     store.check_batch(pairs[:1])  # loads the script
-    before = evalsha_calls(redis_client)
+    before = script_calls(redis_client)
     decisions = store.check_batch(pairs)
-    assert evalsha_calls(redis_client) - before == 1
+    assert script_calls(redis_client) - before == 1
     assert sum(decision.allowed for decision in decisions) == 100
     assert decisions[-1].limits[0].remaining == 50 - 15  # c0's 15th check of the batch (and 1 before it)
 
@@ -127,12 +132,13 @@ def test_a_plain_check_is_one_call_of_its_shape(redis_client: redis.Redis, key_p
         LimitSpec("bucket", "token_bucket", 10, period_s=10, key_by=("customer",)),
         LimitSpec("daily", "calendar", 100, calendar_period="day", key_by=("customer",)),
     )
-    store.check(CheckItem("c", "op"), limits)  # loads the script (NOSCRIPT, SCRIPT LOAD, EVALSHA)
-    before = evalsha_calls(redis_client)
+    store.check(CheckItem("c", "op"), limits)  # loads the library (Function not found, FUNCTION LOAD, FCALL)
+    before = script_calls(redis_client)
     for _ in range(5):
         assert store.check(CheckItem("c", "op"), limits).allowed
-    assert evalsha_calls(redis_client) - before == 5
-    assert redis_client.script_exists(shape_script(shape_of(limits, False)).text)  # type: ignore[arg-type]
+    assert script_calls(redis_client) - before == 5
+    name, _ = shape_library(shape_of(limits, False))  # type: ignore[arg-type]
+    assert redis_client.function_list(library=name)
 
 
 def test_shape_scripts_carry_only_the_fragments_their_algorithms_need() -> None:
@@ -184,23 +190,23 @@ def test_a_missing_durable_counter_is_rebuilt_by_check_lua_until_redis_is_warm(
     records, clock = Records(), ManualClock(START_MS + 30_000)
     store = RedisStore(redis_client, key_prefix, clock=clock, seeder=records)
     daily = (LimitSpec("daily", "fixed_window", 5, period_s=86_400, key_by=("customer",), durable=True),)
-    before = evalsha_calls(redis_client)
+    before = script_calls(redis_client)
     first = store.check(CheckItem("c", "op"), daily)
     # No epoch and no warm mark: the shaped script handed over, and check.lua rebuilt the counter from its records.
     assert first.allowed
     assert first.limits[0].remaining == 0
     assert len(records.asked) == 1
-    assert evalsha_calls(redis_client) - before >= 3  # shape (hand over), check.lua (needs seed), check.lua (seeded)
+    assert script_calls(redis_client) - before >= 3  # shape (hand over), check.lua (needs seed), check.lua (seeded)
 
     redis_client.set(f"{key_prefix}:warm", "1")
     redis_client.delete(*redis_client.scan_iter(match=f"{key_prefix}:c:*"))
-    before = evalsha_calls(redis_client)
+    before = script_calls(redis_client)
     again = store.check(CheckItem("c", "op"), daily)
     # Warm: a missing counter is a new one: one call, no seeder.
     assert again.allowed
     assert again.limits[0].remaining == 4
     assert len(records.asked) == 1
-    assert evalsha_calls(redis_client) - before == 1
+    assert script_calls(redis_client) - before == 1
 
 
 def test_a_counter_whose_window_began_after_the_epoch_is_new_without_a_warm_mark(
@@ -212,7 +218,55 @@ def test_a_counter_whose_window_began_after_the_epoch_is_new_without_a_warm_mark
     store.check(CheckItem("c", "op"), minute)  # sets the epoch (30 s into the first window)
     clock.advance(60_000)  # the next window began after the epoch: nothing of it can have been lost
     asked = len(records.asked)
-    before = evalsha_calls(redis_client)
+    before = script_calls(redis_client)
     assert store.check(CheckItem("other", "op"), minute).limits[0].remaining == 4
     assert len(records.asked) == asked
-    assert evalsha_calls(redis_client) - before == 1
+    assert script_calls(redis_client) - before == 1
+
+
+def test_a_library_lost_with_redis_is_loaded_again_by_the_next_check(
+    redis_client: redis.Redis, key_prefix: str
+) -> None:
+    store = RedisStore(redis_client, key_prefix, clock=ManualClock(START_MS))
+    limits = (LimitSpec("w", "fixed_window", 3, period_s=60, key_by=("customer",)),)
+    assert store.check(CheckItem("c", "op"), limits).limits[0].remaining == 2
+    name, _ = shape_library(shape_of(limits, False))  # type: ignore[arg-type]
+    redis_client.function_delete(name)  # as a restart or FUNCTION FLUSH leaves it
+    assert store.check(CheckItem("c", "op"), limits).limits[0].remaining == 1
+    assert redis_client.function_list(library=name)
+
+
+def test_no_state_of_a_library_call_reaches_the_next(redis_client: redis.Redis, key_prefix: str) -> None:
+    """A Function's code lives between calls: what one call read or set (a test clock's 10-minute TTL floor, the
+    counters it fetched) must not reach the next, as it cannot between script calls."""
+    limits = (LimitSpec("w", "fixed_window", 3, period_s=1, key_by=("customer",)),)
+    on_test_clock = RedisStore(redis_client, key_prefix, clock=ManualClock(START_MS))
+    on_redis_time = RedisStore(redis_client, key_prefix)
+    on_test_clock.check(CheckItem("a", "op"), limits)  # its call lifts the TTL floor to 10 minutes
+    assert on_redis_time.check(CheckItem("b", "op"), limits).limits[0].remaining == 2
+    (key,) = redis_client.keys(f"{key_prefix}:*b*")
+    assert 0 < redis_client.pttl(key) <= 2_000  # the window's second and SLACK_MS, not the test clock's floor
+    redis_client.delete(key)  # the next call must read it afresh, not remember it
+    assert on_redis_time.check(CheckItem("b", "op"), limits).limits[0].remaining == 2
+
+
+def test_a_server_without_functions_gets_the_shape_as_a_script(key_prefix: str) -> None:
+    server = RedisServer(extra_args=("--rename-command", "FCALL", "")).start()  # FCALL unknown, as before 7.0
+    try:
+        client = redis.Redis.from_url(server.url)
+        store = RedisStore(client, key_prefix, clock=ManualClock(START_MS))
+        limits = (LimitSpec("w", "fixed_window", 3, period_s=60, key_by=("customer",)),)
+        assert [store.check(CheckItem("c", "op"), limits).limits[0].remaining for _ in range(3)] == [2, 1, 0]
+        before = script_calls(client)
+        assert not store.check(CheckItem("c", "op"), limits).allowed
+        assert script_calls(client) - before == 1  # one EVALSHA: the fall back stays
+        assert client.script_exists(with_deadline(shape_script(shape_of(limits, False)).text))  # type: ignore[arg-type]
+    finally:
+        server.cleanup()
+
+
+def test_an_error_in_a_library_names_its_lua_file_and_line() -> None:
+    _, library = shape_library(shape_of([LimitSpec("w", "fixed_window", 1, period_s=1)], False))  # type: ignore[arg-type]
+    at = next(n for n, text in enumerate(library.lines, 1) if text.startswith("local now = read_now"))
+    in_file = lua_file("shape.lua").splitlines().index(library.lines[at - 1]) + 1
+    assert library.located(f"user_function:{at}: boom") == f"shape.lua:{in_file} (user_function:{at}): boom"

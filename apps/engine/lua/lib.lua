@@ -28,12 +28,20 @@ local function ttl(ms)
   return text
 end
 
-local function read_now(arg)
+-- A Redis Function's call (a shape's library, script/shapes.py) starts here: its functions outlive the call, and
+-- what a script's call starts with anew must too.
+local function fresh_call()
+  FETCHED, TTL_TEXTS, TTL_FLOOR_MS = {}, {}, 0
+end
+
+-- The call's now: the test clock's ms in `arg`, or Redis's TIME (`t` when the caller read it already, the deadline
+-- prologue's CALL_TIME: one TIME a call).
+local function read_now(arg, t)
   if arg ~= '' then
     TTL_FLOOR_MS = 600000
     return tonumber(arg)
   end
-  local t = call('TIME')
+  t = t or call('TIME')
   return tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
 end
 

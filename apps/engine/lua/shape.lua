@@ -21,13 +21,18 @@
 --   {{HANDOVER}} when a durable counter is missing that may have been lost with Redis's data (no epoch, or an
 --   epoch the warm-up has not marked complete and the counter's look-back began before it): nothing was written,
 --   and the caller asks check.lua, which rebuilds it (and sets the epoch).
-local now = read_now(ARGV[1])
+local now = read_now(ARGV[1], CALL_TIME)  -- CALL_TIME: the deadline prologue's (deadline.lua)
 local count = #SHAPE
 local CONSTANTS = 4 * count
 local items = (#ARGV[2] / 8 - CONSTANTS) / ITEM_NUMBERS
-local N = {}
-do  -- the numbers in slices: one unpack returns them all on Lua's stack, which holds 8,000 at most
-  local pos, total = 1, CONSTANTS + items * ITEM_NUMBERS
+local total = CONSTANTS + items * ITEM_NUMBERS
+local N
+if total <= 500 then  -- a check or a small batch: one unpack into one table (filling a table grows it: rehashes)
+  N = {struct.unpack('<' .. string.rep('d', total), ARGV[2])}
+  N[total + 1] = nil  -- unpack's last value is where it stopped reading
+else  -- in slices: one unpack returns them all on Lua's stack, which holds 8,000 at most
+  N = {}
+  local pos = 1
   for first = 1, total, 500 do
     local last = math.min(first + 499, total)
     local slice = {struct.unpack('<' .. string.rep('d', last - first + 1), ARGV[2], pos)}
@@ -73,7 +78,8 @@ for i = 1, items do
   else
     row = {1, 0, 0, 0}
   end
-  local lims, states, costs = {}, {}, {}
+  -- Sized for four limits in their constructors: filling an empty table grows it step by step (~2% of a check).
+  local lims, states, costs = {false, false, false, false}, {false, false, false, false}, {0, 0, 0, 0}
   local allowed, retry, never = true, 0, false
   local base = CONSTANTS + (i - 1) * ITEM_NUMBERS
   for j = 1, count do

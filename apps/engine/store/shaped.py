@@ -1,9 +1,13 @@
 """RedisStore's short path: a check of one shape, decided by the script made for that shape (script/shapes.py).
 
-One EVALSHA with a few numbers (packed doubles), against check.lua's general call: no plan of the item (usage
-keys, request fingerprint, definitions), no JSON. `decide` answers None when the check is not for this path (a
-request id, a dry run, a shape check.lua must decide) or when the script handed over (a durable counter to
-rebuild); the store then asks check.lua, so every check is decided exactly once.
+One call with a few numbers (packed doubles), against check.lua's general call: no plan of the item (usage
+keys, request fingerprint, definitions), no JSON. On one Redis server the shape is a Redis Function (FCALL; its
+functions are made once, not on every call); on a Redis Cluster, and on a server without Functions (before 7.0),
+it is a script (EVALSHA), which every node loads on its own NOSCRIPT.
+
+`decide` answers None when the check is not for this path (a request id, a dry run, a shape check.lua must decide)
+or when the script handed over (a durable counter to rebuild); the store then asks check.lua, so every check is
+decided exactly once.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 
 from redis.exceptions import NoScriptError, ResponseError
 
-from apps.engine.deadline import DeadlineScript, deadline_arg, raise_if_deadline
+from apps.engine.deadline import DeadlineFunction, DeadlineScript, deadline_arg, raise_if_deadline
 from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.reference.zoned_windows import window_bounds
@@ -22,7 +26,7 @@ from apps.engine.store.answers import answer_code, answer_now
 from apps.engine.store.plan import limit_cost
 from apps.engine.store.script.assembly import Assembled, locate
 from apps.engine.store.script.check_fields import HANDOVER
-from apps.engine.store.script.shapes import MAX_SHAPES, Shape, shape_of, shape_script
+from apps.engine.store.script.shapes import MAX_SHAPES, Shape, shape_library, shape_of, shape_script
 from apps.engine.store.stored_decisions import row_decision
 from apps.engine.types import CheckItem, Decision, LimitResult
 
@@ -30,7 +34,9 @@ from apps.engine.types import CheckItem, Decision, LimitResult
 # the first item, every counter key and whether the shape rebuilds; None when the checks cannot be one call on this
 # store (on a Redis Cluster, keys that hash to several slots).
 ExtraKeys = Callable[[CheckItem, list[str], bool], list[str] | None]
+Caller = DeadlineScript | DeadlineFunction
 MAX_PLANS = 1024
+UNKNOWN_COMMAND = "unknown command"  # a Redis before 7.0 answering FCALL
 
 
 class _Plan:
@@ -38,7 +44,7 @@ class _Plan:
 
     __slots__ = ("constants", "script", "shape", "specs")
 
-    def __init__(self, specs: Sequence[LimitSpec], shape: Shape, script: DeadlineScript) -> None:
+    def __init__(self, specs: Sequence[LimitSpec], shape: Shape, script: Caller) -> None:
         self.specs = specs
         self.shape = shape
         self.script = script
@@ -54,7 +60,8 @@ class ShapedChecks:
         self._layout = layout
         self._rebuilds = rebuilds
         self._extra_keys = extra_keys
-        self._scripts: dict[Shape, tuple[DeadlineScript, Assembled]] = {}
+        self._functions = not hasattr(client, "get_default_node")  # a Redis Cluster client has it
+        self._scripts: dict[Shape, tuple[Caller, Assembled]] = {}
         # By id of the limits tuple, holding it (so the id is not reused while the entry lives); None: check.lua.
         self._plans: dict[int, tuple[Sequence[LimitSpec], _Plan | None]] = {}
 
@@ -95,17 +102,30 @@ class ShapedChecks:
 
     def _call(self, plan: _Plan, keys: list[str], args: list[Any], client: Any = None) -> list[list[Any]]:
         client = client or self._client
-        script, assembled = self._scripts[plan.shape]
+        caller, assembled = self._scripts[plan.shape]
         try:
+            if isinstance(caller, DeadlineFunction):
+                rows: list[list[Any]] = caller(keys, args, client)
+                return rows
             try:
-                rows: list[list[Any]] = client.evalsha(script.sha, len(keys), *keys, *args, deadline_arg(client))
+                rows = client.evalsha(caller.sha, len(keys), *keys, *args, deadline_arg(client))
             except NoScriptError:  # Redis restarted or SCRIPT FLUSH: load it and run it (what redis-py's Script does)
-                rows = script(keys=keys, args=args, client=client)
+                rows = caller(keys=keys, args=args, client=client)
         except ResponseError as error:
+            if isinstance(caller, DeadlineFunction) and UNKNOWN_COMMAND in str(error):
+                return self._call(self._by_scripts(plan), keys, args, client)
             raise_if_deadline(error)
             locate(error, assembled)
             raise
         return rows
+
+    def _by_scripts(self, plan: _Plan) -> _Plan:
+        """`plan` by a script: the server has no Functions (before Redis 7.0), so neither will later checks."""
+        self._functions = False
+        self._scripts.clear()
+        self._plans.clear()
+        self._scripts[plan.shape] = self._caller(plan.shape)
+        return _Plan(plan.specs, plan.shape, self._scripts[plan.shape][0])
 
     def _plan(self, specs: Sequence[LimitSpec]) -> _Plan | None:
         entry = self._plans.get(id(specs))
@@ -125,6 +145,12 @@ class ShapedChecks:
         if shape not in self._scripts:
             if len(self._scripts) >= MAX_SHAPES:
                 return None  # a rare shape: check.lua
-            assembled = shape_script(shape)
-            self._scripts[shape] = (DeadlineScript(self._client, assembled.text), assembled)
+            self._scripts[shape] = self._caller(shape)
         return _Plan(tuple(specs), shape, self._scripts[shape][0])
+
+    def _caller(self, shape: Shape) -> tuple[Caller, Assembled]:
+        if self._functions:
+            name, library = shape_library(shape)
+            return DeadlineFunction(name, library.text), library
+        script = shape_script(shape)
+        return DeadlineScript(self._client, script.text), script

@@ -217,11 +217,11 @@ def test_each_decision_is_counted_in_the_metrics_by_operation_and_outcome(api, d
 
 
 def test_a_check_costs_one_redis_round_trip(api, daily_limit, redis_url) -> None:
-    check(api)  # loads the snapshot and the script
+    check(api)  # loads the snapshot and the shape's library
 
     sent = commands_sent_during(redis_url, lambda: check(api, resource="stream-9", costs={"requests": 1}))
 
-    assert sent == ["EVALSHA"]
+    assert sent == ["FCALL"]  # the check's shape, a Redis Function
 
 
 def test_an_address_sending_many_bad_keys_is_slowed_down_before_any_hashing(engine) -> None:

@@ -46,11 +46,11 @@ def test_an_atomic_batch_that_does_not_fit_admits_nothing(api, records) -> None:
 def test_a_batch_costs_one_redis_round_trip(api, records, redis_url) -> None:
     for n in range(100):
         CustomerFactory(external_id=f"acct-{n}")
-    batch(api, [item(1)])  # loads the snapshot and the script
+    batch(api, [item(1)])  # loads the snapshot and the shape's library
 
     sent = commands_sent_during(redis_url, lambda: batch(api, [item(1, customer=f"acct-{n}") for n in range(100)]))
 
-    assert sent == ["EVALSHA"]
+    assert sent == ["FCALL"]  # the batch's shape, a Redis Function
 
 
 def test_new_names_in_a_batch_cost_one_more_round_trip_once(api, records, redis_url) -> None:
@@ -60,8 +60,8 @@ def test_new_names_in_a_batch_cost_one_more_round_trip_once(api, records, redis_
     first = commands_sent_during(redis_url, lambda: batch(api, fresh))
     again = commands_sent_during(redis_url, lambda: batch(api, fresh))
 
-    assert first == ["EVALSHA", "EVALSHA"]  # the day's name budget for all 100, then the batch
-    assert again == ["EVALSHA"]  # names this process saw admitted today cost nothing
+    assert first == ["EVALSHA", "FCALL"]  # the day's name budget for all 100 (a script), then the batch
+    assert again == ["FCALL"]  # names this process saw admitted today cost nothing
 
 
 def test_more_than_1000_items_is_refused_with_413_and_moves_nothing(api, records) -> None:

@@ -25,7 +25,7 @@ from apps.engine.store.script.args import ALGORITHM_NUMBERS
 from apps.engine.store.script.check_fields import lua_names
 
 GENERATED = "<generated>"
-_SCRIPT_LINE = re.compile(r"@?user_script:(\d+)")
+_SCRIPT_LINE = re.compile(r"@?user_(?:script|function):(\d+)")  # a script's line, or a Redis Function's
 NAMES = lua_names()
 _NAME = re.compile(r"\b(" + "|".join(sorted(NAMES, key=len, reverse=True)) + r")\b")
 

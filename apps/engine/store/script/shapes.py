@@ -15,11 +15,13 @@ shapes beyond MAX_SHAPES, go to check.lua. A durable counter found missing while
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from apps.engine.algorithms.base import Algorithm
+from apps.engine.deadline import DEADLINE_PROLOGUE
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.registry import ALGORITHMS
 from apps.engine.store.script.assembly import GENERATED, Assembled, lua_file
@@ -75,20 +77,17 @@ def item_numbers(shape: Shape) -> int:
     return len(shape.zoned) + BOUNDS * sum(shape.zoned)
 
 
-@lru_cache(maxsize=MAX_SHAPES)
-def shape_script(shape: Shape) -> Assembled:
-    """lib.lua, lookback.lua when the shape rebuilds, each fragment its algorithms need (once), the header, then
-    shape.lua."""
+def _shape_pieces(shape: Shape) -> list[tuple[str, str]]:
+    """(source, text) of what a shape's code defines before its body: lib.lua, lookback.lua when the shape rebuilds,
+    each fragment its algorithms need (once), and the generated header."""
     by_code = {entry.code: entry for entry in ALGORITHMS.values()}
-    script = Assembled()
-    script.add("lib.lua", lua_file("lib.lua"))
+    pieces = [("lib.lua", lua_file("lib.lua"))]
     if shape.rebuilds:
-        script.add("lookback.lua", lua_file("lookback.lua"))
+        pieces.append(("lookback.lua", lua_file("lookback.lua")))
     fragments: list[str] = []
     for code in dict.fromkeys(shape.codes):
         fragments += [name for name in by_code[code].fragments if name not in fragments]
-    for name in fragments:
-        script.add(name, lua_file(name))
+    pieces += [(name, lua_file(name)) for name in fragments]
     limits = ", ".join(
         f"{{'{code}', {int(rebuilt)}, {at}, {int(zoned)}}}"
         for code, rebuilt, at, zoned in zip(shape.codes, shape.rebuilt, item_offsets(shape), shape.zoned, strict=True)
@@ -97,6 +96,41 @@ def shape_script(shape: Shape) -> Assembled:
         f"local SHAPE = {{{limits}}}\nlocal ITEM_NUMBERS = {item_numbers(shape)}\n"
         f"local REBUILDS = {'true' if shape.rebuilds else 'false'}"
     )
-    script.add(f"{GENERATED} shapes.py", header)
+    pieces.append((f"{GENERATED} shapes.py", header))
+    return pieces
+
+
+@lru_cache(maxsize=MAX_SHAPES)
+def shape_script(shape: Shape) -> Assembled:
+    """The shape's code as a script (EVALSHA; the store puts the deadline prologue in front): its pieces, then
+    shape.lua. Every call makes its functions again (Lua 5.1 makes a closure per `function` run)."""
+    script = Assembled()
+    for source, text in _shape_pieces(shape):
+        script.add(source, text)
     script.add("shape.lua", lua_file("shape.lua"))
     return script
+
+
+@lru_cache(maxsize=MAX_SHAPES)
+def shape_library(shape: Shape) -> tuple[str, Assembled]:
+    """(function name, library) of the shape's code as a Redis Function (FUNCTION LOAD once, FCALL per check).
+
+    A library's functions live as long as it does, so the pieces' functions are made by its first call, not by
+    every call as a script's are (about a sixth of a 3-limit check's Redis instructions, bench/RESULTS.md). They
+    are made then, not at load: Redis 7.0 runs a library's top level without the standard library (`math`,
+    `string`, `tonumber` do not exist there). Each call starts with fresh_call() (lib.lua), so no state of one call
+    reaches the next; the body is shape.lua behind the deadline prologue, as in the script.
+    The name is the code's digest: a changed shape or fragment is another library, never a stale one."""
+    opening = f"return function(KEYS, ARGV) fresh_call() {DEADLINE_PROLOGUE}"
+    pieces = [*_shape_pieces(shape), (f"{GENERATED} shapes.py", opening), ("shape.lua", lua_file("shape.lua"))]
+    name = "qp_shape_" + hashlib.sha256("\n".join(text for _, text in pieces).encode()).hexdigest()[:24]
+    library = Assembled()
+    library.add(f"{GENERATED} shapes.py", f"#!lua name={name}\nlocal RUN\nlocal function init()")
+    for source, text in pieces:
+        library.add(source, text)
+    library.add(
+        f"{GENERATED} shapes.py",
+        f"end\nend\nredis.register_function('{name}', function(keys, args)\n"
+        "  if not RUN then RUN = init() end\n  return RUN(keys, args)\nend)",
+    )
+    return name, library
