@@ -43,8 +43,8 @@ class Clock:
 class Timers:
     """Each instance's sync timer, fired in time order at its `next_sync_at` (a heap; stale entries skipped)."""
 
-    def __init__(self, group: list[HybridCounter], clock: Clock) -> None:
-        self.group, self.clock = group, clock
+    def __init__(self, group: list[HybridCounter], clock: Clock, window_ms: int) -> None:
+        self.group, self.clock, self.window_ms = group, clock, window_ms
         self.due: list[int | None] = [clock.now] * len(group)  # every timer starts now: a first exchange
         self.heap = [(clock.now, i) for i in range(len(group))]
 
@@ -61,8 +61,13 @@ class Timers:
         self.clock.now = max(self.clock.now, target)
 
     def reschedule(self, i: int) -> None:
-        """Re-arm instance i's timer after it exchanged (a request can exchange too, moving the timer)."""
+        """Re-arm instance i's timer after it fired or after a request (which can exchange too, moving the timer)."""
         at = self.group[i].next_sync_at
+        if at <= self.clock.now:
+            # The timer fired and `sync_if_due` skipped (nothing asked or admitted since the last exchange), so
+            # `next_sync_at` is already past. Without a request (which re-arms it) the next exchange can only be
+            # due at the window's end; re-arming at `next_sync_at` would fire it again at the same time forever.
+            at = self.clock.now - self.clock.now % self.window_ms + self.window_ms
         if at != self.due[i]:
             self.due[i] = at
             heapq.heappush(self.heap, (at, i))
@@ -75,7 +80,7 @@ def run(case: Case, requests: list[Request], *, limit: int, window_ms: int, star
     config = HybridConfig(limit=limit, sync_ms=case.sync_ms, variant=case.variant)
     windows = fixed_windows(window_ms)
     group = [HybridCounter(config, windows, peers.exchange_for("k", f"i{i}"), clock) for i in range(case.n)]
-    timers = Timers(group, clock)
+    timers = Timers(group, clock, window_ms)
     hybrid: list[bool] = []
     admitted: list[Request] = []
     for at, who in requests:
