@@ -1,14 +1,16 @@
 """One simulated case on a fake clock: N `HybridCounter`s sharing one counter through `MemoryPeers`, each with a
 timer that calls `sync_if_due()` at its `next_sync_at` (as tests/clients/test_hybrid.py's `advance` does), fed
-one request sequence; and the same sequence against an exact counter (one shared fixed-window count)."""
+one request sequence; and the same sequence against the exact counter of the variant's algorithm (one shared
+fixed-window count for fixed, exact mode's sliding window counter for sliding)."""
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
 
-from quota_client.hybrid import HybridConfig, HybridCounter, MemoryPeers, fixed_windows
+from quota_client.hybrid import SLIDING, HybridConfig, HybridCounter, MemoryPeers, fixed_windows
 
+from apps.engine.reference import sliding_window
 from bench.hybrid.traffic import Request
 
 RETENTION_WINDOWS = 3  # the store keeps a silent instance's counts this long (never reached here)
@@ -91,13 +93,16 @@ def run(case: Case, requests: list[Request], *, limit: int, window_ms: int, star
         if ok:
             admitted.append((at, who))
     timers.advance(end - 1)  # the last window's remaining reports; the exchanges at `end` belong to the next
-    exact = exact_decisions(requests, limit=limit, window_ms=window_ms)
+    exact = exact_decisions(requests, limit=limit, window_ms=window_ms, variant=case.variant)
     exact_times = [at for (at, _), ok in zip(requests, exact, strict=True) if ok]
     return Outcome(hybrid, exact, admitted, exact_times, sum(counter.exchanges for counter in group))
 
 
-def exact_decisions(requests: list[Request], *, limit: int, window_ms: int) -> list[bool]:
-    """What one shared fixed-window counter with the same limit decides for each request."""
+def exact_decisions(requests: list[Request], *, limit: int, window_ms: int, variant: str) -> list[bool]:
+    """What one shared exact counter with the same limit decides for each request: a fixed-window count, or for
+    the sliding variant exact mode's sliding window counter (its reference model)."""
+    if variant == SLIDING:
+        return sliding_decisions(requests, limit=limit, window_ms=window_ms)
     decisions: list[bool] = []
     window, count = None, 0
     for at, _ in requests:
@@ -105,5 +110,18 @@ def exact_decisions(requests: list[Request], *, limit: int, window_ms: int) -> l
             window, count = at - at % window_ms, 0
         ok = count < limit
         count += ok
+        decisions.append(ok)
+    return decisions
+
+
+def sliding_decisions(requests: list[Request], *, limit: int, window_ms: int) -> list[bool]:
+    """Exact mode's sliding_window decisions (apps/engine/reference/sliding_window.py; its retry search skipped)."""
+    decisions: list[bool] = []
+    state: sliding_window.State | None = None
+    for at, _ in requests:
+        state = sliding_window.roll(state, window_ms, at)
+        ok = sliding_window.estimate(state, window_ms, at) + 1 <= limit
+        if ok:
+            state = (state[0], state[1] + 1, state[2])
         decisions.append(ok)
     return decisions
