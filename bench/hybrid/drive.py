@@ -1,14 +1,16 @@
 """One simulated case on a fake clock: N `HybridCounter`s sharing one counter through `MemoryPeers`, each with a
 timer that calls `sync_if_due()` at its `next_sync_at` (as tests/clients/test_hybrid.py's `advance` does), fed
-one request sequence; and the same sequence against an exact counter (one shared fixed-window count)."""
+one request sequence; and the same sequence against the exact counter of the variant's algorithm (one shared
+fixed-window count for fixed, exact mode's sliding window counter for sliding)."""
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
 
-from quota_client.hybrid import HybridConfig, HybridCounter, MemoryPeers, fixed_windows
+from quota_client.hybrid import SLIDING, HybridConfig, HybridCounter, MemoryPeers, fixed_windows
 
+from apps.engine.reference import sliding_window
 from bench.hybrid.traffic import Request
 
 RETENTION_WINDOWS = 3  # the store keeps a silent instance's counts this long (never reached here)
@@ -43,8 +45,8 @@ class Clock:
 class Timers:
     """Each instance's sync timer, fired in time order at its `next_sync_at` (a heap; stale entries skipped)."""
 
-    def __init__(self, group: list[HybridCounter], clock: Clock) -> None:
-        self.group, self.clock = group, clock
+    def __init__(self, group: list[HybridCounter], clock: Clock, window_ms: int) -> None:
+        self.group, self.clock, self.window_ms = group, clock, window_ms
         self.due: list[int | None] = [clock.now] * len(group)  # every timer starts now: a first exchange
         self.heap = [(clock.now, i) for i in range(len(group))]
 
@@ -61,8 +63,13 @@ class Timers:
         self.clock.now = max(self.clock.now, target)
 
     def reschedule(self, i: int) -> None:
-        """Re-arm instance i's timer after it exchanged (a request can exchange too, moving the timer)."""
+        """Re-arm instance i's timer after it fired or after a request (which can exchange too, moving the timer)."""
         at = self.group[i].next_sync_at
+        if at <= self.clock.now:
+            # The timer fired and `sync_if_due` skipped (nothing asked or admitted since the last exchange), so
+            # `next_sync_at` is already past. Without a request (which re-arms it) the next exchange can only be
+            # due at the window's end; re-arming at `next_sync_at` would fire it again at the same time forever.
+            at = self.clock.now - self.clock.now % self.window_ms + self.window_ms
         if at != self.due[i]:
             self.due[i] = at
             heapq.heappush(self.heap, (at, i))
@@ -75,7 +82,7 @@ def run(case: Case, requests: list[Request], *, limit: int, window_ms: int, star
     config = HybridConfig(limit=limit, sync_ms=case.sync_ms, variant=case.variant)
     windows = fixed_windows(window_ms)
     group = [HybridCounter(config, windows, peers.exchange_for("k", f"i{i}"), clock) for i in range(case.n)]
-    timers = Timers(group, clock)
+    timers = Timers(group, clock, window_ms)
     hybrid: list[bool] = []
     admitted: list[Request] = []
     for at, who in requests:
@@ -86,13 +93,16 @@ def run(case: Case, requests: list[Request], *, limit: int, window_ms: int, star
         if ok:
             admitted.append((at, who))
     timers.advance(end - 1)  # the last window's remaining reports; the exchanges at `end` belong to the next
-    exact = exact_decisions(requests, limit=limit, window_ms=window_ms)
+    exact = exact_decisions(requests, limit=limit, window_ms=window_ms, variant=case.variant)
     exact_times = [at for (at, _), ok in zip(requests, exact, strict=True) if ok]
     return Outcome(hybrid, exact, admitted, exact_times, sum(counter.exchanges for counter in group))
 
 
-def exact_decisions(requests: list[Request], *, limit: int, window_ms: int) -> list[bool]:
-    """What one shared fixed-window counter with the same limit decides for each request."""
+def exact_decisions(requests: list[Request], *, limit: int, window_ms: int, variant: str) -> list[bool]:
+    """What one shared exact counter with the same limit decides for each request: a fixed-window count, or for
+    the sliding variant exact mode's sliding window counter (its reference model)."""
+    if variant == SLIDING:
+        return sliding_decisions(requests, limit=limit, window_ms=window_ms)
     decisions: list[bool] = []
     window, count = None, 0
     for at, _ in requests:
@@ -100,5 +110,18 @@ def exact_decisions(requests: list[Request], *, limit: int, window_ms: int) -> l
             window, count = at - at % window_ms, 0
         ok = count < limit
         count += ok
+        decisions.append(ok)
+    return decisions
+
+
+def sliding_decisions(requests: list[Request], *, limit: int, window_ms: int) -> list[bool]:
+    """Exact mode's sliding_window decisions (apps/engine/reference/sliding_window.py; its retry search skipped)."""
+    decisions: list[bool] = []
+    state: sliding_window.State | None = None
+    for at, _ in requests:
+        state = sliding_window.roll(state, window_ms, at)
+        ok = sliding_window.estimate(state, window_ms, at) + 1 <= limit
+        if ok:
+            state = (state[0], state[1] + 1, state[2])
         decisions.append(ok)
     return decisions

@@ -6,12 +6,13 @@ it refuses what exact counting would admit, and whether the bound of its module 
 N in {2, 4, 16} instances share one counter (limit 1000 per 10 s window) through `MemoryPeers`; each instance's
 timer fires `sync_if_due()` at its `next_sync_at`. Traffic (traffic.py): uniform, bursty, skewed, shifting, at
 2x and 5x the limit; each variant (fixed, sliding) at sync_ms = window, window/10, window/100. The same seeded
-request sequence of a (N, traffic, load) goes through every variant and interval, and through an exact counter
-(one shared fixed-window count). Columns, per case over all windows of the run:
+request sequence of a (N, traffic, load) goes through every variant and interval, and through the exact counter
+of the variant's algorithm (one shared fixed-window count for fixed; exact mode's sliding window counter, its
+reference model, for sliding). Columns, per case over all windows of the run:
 
     adm/L max, mean    admitted / limit of the fullest window, and the mean over the windows
     slide+             max over t of admitted in [t, t + window) minus the limit (any interval, not only windows)
-    exact slide+       the same for the exact counter: what a fixed window allows across a boundary by itself
+    exact slide+       the same for the exact counter: what it allows across a boundary by itself
     refused*           requests the hybrid refused that exact counting admitted (false refusals)
     admitted*          requests the hybrid admitted that exact counting refused
     exch/inst/win      exchanges per instance per window

@@ -68,16 +68,17 @@ def test_fixed_variant_takes_the_others_last_window_off_the_limit(clock: Clock, 
     assert (admit(a, 100), admit(b, 100)) == (79, 29)
 
 
-def test_sliding_variant_lets_the_others_last_window_fade_over_this_one(clock: Clock, peers: MemoryPeers) -> None:
+def test_sliding_variant_weighs_the_last_windows_total_own_share_included(clock: Clock, peers: MemoryPeers) -> None:
     a, b = instances(2, clock, peers, variant=SLIDING)
-    admit(a, 60)
-    admit(b, 60)
+    admit(a, 30)
+    admit(b, 30)
     clock.now += WINDOW - clock.now % WINDOW  # the start of the next window
-    assert b.try_acquire()  # b exchanges: a held 60 of the last window
-    assert a.try_acquire()
-    assert admit(a, 100) == 100 - 60 - 1  # at the window start all of b's 60 counts
+    assert b.try_acquire()  # b exchanges: its 30 of the last window reach the store
+    assert a.try_acquire()  # a learns them
+    # The last window's 60, a's own 30 included, count in full at its start; then a holds 1 of this one.
+    assert admit(a, 100) == 100 - 60 - 1
     clock.now += WINDOW // 2
-    assert admit(a, 100) == 30  # half way, b's last window counts half (30)
+    assert admit(a, 100) == 30  # half way, the last window's 60 count 30
 
 
 def test_intra_window_sync_shrinks_the_over_admission(clock: Clock, peers: MemoryPeers) -> None:

@@ -4,11 +4,19 @@ shared store once per `sync_ms` and at every window change. Pure: the clock and 
 One `HybridCounter` is one instance's view of one counter (one key of one limit). At time t in window k:
 
     own      this instance's count in window k (exact, local)
+    own_prev this instance's count in window k-1
     known    the other instances' counts in window k as the store had them at this instance's last exchange
     prev     the other instances' counts in window k-1 (their totals, from an exchange after k began)
-    fixed:   reduction = max(known, prev)                     the seed's "limit minus the others' value",
-    sliding: reduction = max(known, prev * left(t) / window)  the seed's linear decay of that value
+    fixed:   reduction = max(known, prev)          the seed's "limit minus the others' value"
+    sliding: reduction = known + floor((prev + own_prev) * left(t) / window)
+             the seed's linear decay, applied as exact mode's sliding window counter does: the previous
+             window's total, this instance's share included, weighted by its overlap with the sliding window
+             (apps/engine/reference/sliding_window.py, same operations in doubles), plus this window's
     admit `cost` when own + reduction + cost <= limit (a cost above the limit never passes)
+
+So with one instance, or with every instance's exchange current, the sliding variant decides exactly as exact
+counting's `sliding_window` does; otherwise its estimate misses only what the others admitted since the
+exchanges it last saw.
 
 The exchange is idempotent: it sends this instance's absolute counts for windows k and k-1 (so a retried or
 timed-out exchange cannot count twice) and receives the others' sums (hybrid_sync.lua, or MemoryPeers).
@@ -18,8 +26,9 @@ by a timer calling `sync_if_due`), an instance's knowledge of another lags by at
 other's last exchange before this one's, plus the time since this one's), so the admitted total of a window
 stays within limit + A(2 * sync_ms), A(d) being what the other instances admit in the last d before the
 window's last admission, and never above N * limit for N instances. The sliding variant's reduction is never
-below `known`, so the same bound
-holds; it refuses less when the traffic moves between instances.
+below `known`, so the same bound holds; and at each of its admissions exact mode's sliding-window estimate of
+all the instances' counts, the admission included, is at most limit + what the others admitted in the last
+2 * sync_ms (docs/hybrid.md, "What the sliding variant guarantees").
 
 Edge cases (the seed's; each has its own test on the fake clock):
 - the store times out: the last known values are held (rolled into `prev` at a window change) for
@@ -37,6 +46,7 @@ Edge cases (the seed's; each has its own test on the fake clock):
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,6 +101,13 @@ def fixed_windows(period_ms: int) -> Windows:
     return lambda now: (now - now % period_ms, now - now % period_ms + period_ms)
 
 
+def weighted(count: int, left: int, window: int) -> int:
+    """`count` of the previous window weighted by the part of the sliding window it still covers, `left` ms of a
+    `window` of ms: floor(count * left / window) in doubles in exactly this order, as exact counting's sliding
+    window counter computes it (apps/engine/reference/sliding_window.py and its Lua), so both agree bit for bit."""
+    return math.floor(float(count) * float(max(0, left)) / max(1, window))
+
+
 class HybridCounter:
     """One instance's decisions on one counter (see the module docstring). Thread-safe."""
 
@@ -122,23 +139,27 @@ class HybridCounter:
             # Due: a timer (sync_if_due) usually got there first; a decision never uses counts older than that.
             if self._synced_at is None or now - self._synced_at >= self.config.sync_ms:
                 self._sync(now)
-            if cost > self.config.limit or self.own + self.reduction(now) + cost > self._own_cap():
+            if cost > self.config.limit or self.count(now) + cost > self._own_cap():
                 return None
             self.own += cost
             return self._start
 
     def give_back(self, cost: int, window_start: int) -> None:
-        """Undo `take(cost)` made in the window starting at `window_start` (nothing when that window is over)."""
+        """Undo `take(cost)` made in the window starting at `window_start`: off this window's count, or off the
+        previous window's when that one just ended (the sliding variant weighs it, the others read it); nothing
+        when it is older."""
         with self._lock:
             if window_start == self._start:
                 self.own = max(0, self.own - cost)
+            elif window_start == self._prev_start:
+                self.own_prev = max(0, self.own_prev - cost)
 
     def status(self) -> tuple[int, int]:
         """(what this instance may still admit now, ms until its window ends), for a check's report."""
         with self._lock:
             now = self._clock()
             self._roll(now)
-            return max(0, min(self.config.limit, self._own_cap()) - self.own - self.reduction(now)), self._end - now
+            return max(0, min(self.config.limit, self._own_cap()) - self.count(now)), self._end - now
 
     def sync_if_due(self) -> None:
         """Exchange now if an interval or the window ended since the last exchange and this instance admitted
@@ -159,16 +180,25 @@ class HybridCounter:
             return self._clock()
         return min(self._synced_at + self.config.sync_ms, self._end)
 
+    def count(self, now: int) -> int:
+        """The counter's count as this instance sees it now, what a decision compares with the limit: its own
+        count in this window plus the reduction."""
+        return self.own + self.reduction(now)
+
     def reduction(self, now: int) -> int:
-        """What the other instances are taken to hold of the limit now (see the module docstring)."""
-        prev = self.prev
+        """What the counter holds of the limit now besides this instance's count in this window: the others'
+        counts, and for the sliding variant the previous window's total, this instance's included, weighted by
+        its overlap (see the module docstring)."""
+        own_prev = 0
         if self.config.variant == SLIDING:
-            prev = prev * (self._end - now) // max(1, self._end - self._start)
-        value = max(self.known, prev)
-        if self._restart is not None:
+            own_prev = weighted(self.own_prev, self._end - now, self._end - self._start)
+            value = self.known + weighted(self.prev + self.own_prev, self._end - now, self._end - self._start)
+        else:
+            value = max(self.known, self.prev)
+        if self._restart is not None:  # the others hold at least the restart floor
             windows, peers = self._restart
             floor = self.config.limit * (peers - 1) * (self.config.restart_windows - windows)
-            value = max(value, floor // (peers * self.config.restart_windows))
+            value = max(value, floor // (peers * self.config.restart_windows) + own_prev)
         return value
 
     def _own_cap(self) -> int:
