@@ -16,7 +16,7 @@ from apps.console.customer_urls import customer_page_urls
 from apps.customers.admin import CustomerAdmin
 from apps.customers.models import Customer
 from apps.enforcement.counters.selectors import customer_holdings
-from apps.limits.admin import AccessRuleInline, OverrideInline
+from apps.limits.admin import AccessRuleInline, OverrideInline, SourceAccessRuleInline
 
 admin.site.unregister(Customer)
 
@@ -24,7 +24,7 @@ admin.site.unregister(Customer)
 @admin.register(Customer)
 class CustomerConsoleAdmin(CustomerAdmin):
     readonly_fields = ("holdings",)
-    inlines = (OverrideInline, AccessRuleInline, ApiKeyInline)
+    inlines = (OverrideInline, AccessRuleInline, SourceAccessRuleInline, ApiKeyInline)
 
     def get_list_display(self, request: HttpRequest) -> list[Any]:
         return [*super().get_list_display(request), "usage_link"]

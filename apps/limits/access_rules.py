@@ -8,7 +8,7 @@ from django.db import models
 
 from apps.common.models import TimeStampedModel
 from apps.common.validators import normalize_ip_or_cidr, validate_ip_or_cidr
-from apps.limits.choices import RuleAction
+from apps.limits.choices import RuleAction, RuleSource
 
 
 class AccessRule(TimeStampedModel):
@@ -37,6 +37,14 @@ class AccessRule(TimeStampedModel):
     )
     expires = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True)
+    # Not editable in any form: the refresh from the external source sets it, and owns the rules it set.
+    source = models.CharField(
+        max_length=10,
+        choices=RuleSource.choices,
+        default=RuleSource.ADMIN,
+        editable=False,
+        help_text="External: from the external source document, replaced at each refresh (edit it there).",
+    )
 
     class Meta:
         ordering = ["action", "-created_at"]

@@ -9,7 +9,7 @@ titles are set here too.
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, Model, Q, QuerySet
 from django.http import HttpRequest
 from django.urls import URLPattern, path
 from django.utils import timezone
@@ -18,6 +18,7 @@ from django.utils.text import Truncator
 from apps.history.admin import HistoryAdminMixin
 from apps.limits.admin_forms import LimitAdminForm, OverrideAdminForm
 from apps.limits.admin_yaml import yaml_export_view, yaml_import_view
+from apps.limits.choices import RuleSource
 from apps.limits.models import AccessRule, Limit, Operation, Override
 from apps.limits.summaries import limit_summary
 
@@ -173,16 +174,23 @@ class ExpiryFilter(admin.SimpleListFilter):
         return queryset
 
 
+SOURCE_RULE_NOTE = (
+    "From the external source document: the next refresh replaces it, so it is shown here, not edited. Change or "
+    "remove it in the source. Deleted here, it is back at the next refresh while the source lists it."
+)
+
+
 @admin.register(AccessRule)
 class AccessRuleAdmin(HistoryAdminMixin, admin.ModelAdmin):
-    list_display = ("action", "matcher", "operation", "expires", "reason_preview", "created_at")
-    list_filter = ("action", ExpiryFilter, ("operation", admin.RelatedOnlyFieldListFilter))
+    list_display = ("action", "matcher", "operation", "expires", "source", "reason_preview", "created_at")
+    list_filter = ("action", "source", ExpiryFilter, ("operation", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("customer", "operation")
     search_fields = ("customer__external_id", "ip", "api_key__prefix", "reason")
     autocomplete_fields = ("customer", "api_key", "operation")
+    readonly_fields = ("source",)
     date_hierarchy = "created_at"
     fieldsets = (
-        (None, {"fields": ("action",)}),
+        (None, {"fields": ("action", "source")}),
         (
             "Matches",
             {
@@ -192,6 +200,18 @@ class AccessRuleAdmin(HistoryAdminMixin, admin.ModelAdmin):
         ),
         ("Scope and expiry", {"fields": ("operation", "expires", "reason")}),
     )
+
+    def has_change_permission(self, request: HttpRequest, obj: AccessRule | None = None) -> bool:
+        # The source owns its rules: an edit here would be undone by the next refresh without a word.
+        if obj is not None and obj.source == RuleSource.EXTERNAL:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def get_fieldsets(self, request: HttpRequest, obj: AccessRule | None = None) -> Any:
+        if obj is None or obj.source != RuleSource.EXTERNAL:
+            return self.fieldsets
+        (_, first), *rest = self.fieldsets
+        return (("From the external source", {**first, "description": SOURCE_RULE_NOTE}), *rest)
 
     @admin.display(description="matches")
     def matcher(self, rule: AccessRule) -> str:
@@ -214,7 +234,7 @@ class OverrideInline(admin.TabularInline):
 
 
 class AccessRuleInline(admin.TabularInline):
-    """A customer's access rules on its page."""
+    """A customer's access rules on its page: those made in the admin (or by YAML), which operators edit here."""
 
     model = AccessRule
     fk_name = "customer"
@@ -223,3 +243,30 @@ class AccessRuleInline(admin.TabularInline):
     extra = 0
     show_change_link = True
     verbose_name_plural = "access rules"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AccessRule]:
+        return super().get_queryset(request).filter(source=RuleSource.ADMIN)
+
+
+class SourceAccessRuleInline(admin.TabularInline):
+    """A customer's access rules from the external source, read-only: each refresh replaces them."""
+
+    model = AccessRule
+    fk_name = "customer"
+    fields = ("action", "operation", "ip", "api_key", "expires", "reason")
+    readonly_fields = fields
+    extra = 0
+    show_change_link = True
+    verbose_name_plural = "access rules from the external source (replaced at each refresh; edit them there)"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AccessRule]:
+        return super().get_queryset(request).filter(source=RuleSource.EXTERNAL)
+
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False

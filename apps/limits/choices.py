@@ -48,6 +48,14 @@ class RuleAction(models.TextChoices):
     DENY = "deny", "deny (always reject)"
 
 
+class RuleSource(models.TextChoices):
+    """Who owns an access rule: the admin (and the YAML import), or the external source document, whose refresh
+    replaces its rules as a set (apps.toggles.services) and leaves the others alone."""
+
+    ADMIN = "admin", "admin or YAML"
+    EXTERNAL = "external", "external source"
+
+
 def key_by_errors(key_by: Any) -> list[str]:
     if not isinstance(key_by, list):
         return ["Must be a list, for example [customer, resource]."]

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 from django.apps import apps
 from django.db import models, transaction
 
+from apps.limits.choices import RuleSource
 from apps.limits.models import AccessRule, Override
 
 ModelT = TypeVar("ModelT", bound=models.Model)
@@ -40,7 +41,12 @@ def config_object_delete(*, instance: models.Model) -> dict[type[models.Model], 
 
 
 def limits_purge_expired(*, now: dt.datetime) -> dict[str, int]:
-    """Delete overrides that have ended and access rules that have expired (each deletion is in the history)."""
+    """Delete overrides that have ended and access rules that have expired (each deletion is in the history).
+
+    Rules from the external source stay until the document drops them: each refresh would create them again
+    (and republish the configuration) for as long as the source lists them. Expired, they match nothing.
+    """
     overrides = Override.objects.filter(ends__lt=now).delete()[1].get(Override._meta.label, 0)
-    rules = AccessRule.objects.filter(expires__lt=now).delete()[1].get(AccessRule._meta.label, 0)
+    expired = AccessRule.objects.filter(expires__lt=now).exclude(source=RuleSource.EXTERNAL)
+    rules = expired.delete()[1].get(AccessRule._meta.label, 0)
     return {"overrides": overrides, "access_rules": rules}

@@ -209,7 +209,8 @@ JOBS: dict[str, Job] = {
             refresh_toggles,
             "apps.toggles.tasks.toggles_refresh_task",
             "* * * * *",  # https://crontab.guru/#*_*_*_*_*
-            "Refresh feature toggles and hot overrides from the external source (or the last-known-good file).",
+            "Refresh feature toggles, hot overrides and allow/deny rules from the external source (or the "
+            "last-known-good file).",
             expire_seconds=50,
         ),
         Job(

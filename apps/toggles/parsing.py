@@ -16,7 +16,9 @@ from apps.limits.config_io.parse import config_parse
 from apps.limits.config_io.report import MAX_MESSAGE_CHARS, errors_listed, text_shortened, value_shown
 from apps.toggles.models import FeatureToggle
 
-DOCUMENT_KEYS = ("toggles", "overrides")
+DOCUMENT_KEYS = ("toggles", "overrides", "access_rules")
+# The keys whose entries are those of the YAML configuration, checked by its parser (apps.limits.config_io).
+CONFIG_KEYS = ("overrides", "access_rules")
 TOGGLE_DEFAULTS = {"payload": None, "description": ""}
 # The document nests four levels before a payload starts (document → toggles → entry → payload); a payload
 # gets the rest. Deeper documents are refused before anything recurses through them: Python's json would
@@ -50,13 +52,16 @@ class ToggleDocument:
     raw: dict[str, Any]  # as received: what the last-known-good file keeps
     toggles: list[dict[str, Any]] | None  # None: the document has no "toggles" key
     overrides: list[Any] | None
+    access_rules: list[Any] | None
 
 
 def toggles_document_parse(body: bytes) -> ToggleDocument:
     """Check the shape of the whole document (references to customers and limits included); raises DocumentInvalid."""
     raw = _json_load(body)
     if not isinstance(raw, dict):
-        raise DocumentInvalid([f"the document must be a JSON object with toggles and overrides, not {kind_of(raw)}"])
+        raise DocumentInvalid(
+            [f"the document must be a JSON object with toggles, overrides and access_rules, not {kind_of(raw)}"]
+        )
     errors = [
         f"unknown key “{value_shown(key)}”; the keys are {', '.join(DOCUMENT_KEYS)}"
         for key in raw
@@ -68,14 +73,16 @@ def toggles_document_parse(body: bytes) -> ToggleDocument:
     if errors:
         raise DocumentInvalid(errors)
     toggles = _toggle_entries(raw["toggles"], errors) if "toggles" in raw else None
-    if "overrides" in raw:
+    if config := {key: raw[key] for key in CONFIG_KEYS if key in raw}:
         try:
-            config_parse({"overrides": raw["overrides"]}, prune=False)
+            config_parse(config, prune=False)
         except ConfigInvalid as invalid:
             errors.extend(invalid.errors)
     if errors:
         raise DocumentInvalid(errors)
-    return ToggleDocument(raw=raw, toggles=toggles, overrides=raw.get("overrides"))
+    return ToggleDocument(
+        raw=raw, toggles=toggles, overrides=raw.get("overrides"), access_rules=raw.get("access_rules")
+    )
 
 
 def validation_lines(label: str, error: ValidationError) -> list[str]:

@@ -1,14 +1,19 @@
-"""Refreshing feature toggles and hot overrides from the optional external source.
+"""Refreshing feature toggles, hot overrides and allow/deny lists from the optional external source.
 
 The source (QUOTA_TOGGLES_SOURCE: a file path or an https:// URL) serves one JSON document:
 
-    {"toggles":   [{"name": "new-ui", "enabled": true, "payload": {"pct": 10}, "description": ""}],
-     "overrides": [{"customer": "acct-1", "limit": "daily", "quantity": 100, "starts": null, ...}]}
+    {"toggles":      [{"name": "new-ui", "enabled": true, "payload": {"pct": 10}, "description": ""}],
+     "overrides":    [{"customer": "acct-1", "limit": "daily", "quantity": 100, "starts": null, ...}],
+     "access_rules": [{"action": "deny", "ip": "203.0.113.0/24", "reason": "abuse", ...}]}
 
-Both keys are optional; a key the document lacks leaves that kind of object alone. Toggle entries
+Every key is optional; a key the document lacks leaves that kind of object alone. Toggle entries
 need `name` and `enabled`; an omitted `payload` is null and an omitted `description` is "" (the
-source states the whole toggle). Override entries are exactly those of the YAML configuration
-(apps.limits.config_io) and are created or updated by customer + limit + resource + starts.
+source states the whole toggle). Override and access-rule entries are exactly those of the YAML
+configuration (apps.limits.config_io), checked by its parser: overrides are created or updated by
+customer + limit + resource + starts; access rules are the source's own (source="external") and
+are replaced as a set, so a rule the list no longer names is deleted and `"access_rules": []`
+removes them all. Rules made in the admin or by a YAML import are never touched by a refresh, nor
+the source's rules by a YAML import.
 
 What the source says wins: a listed toggle becomes source="external" even if an operator made it,
 and a refresh puts back an external toggle an operator changed. An external toggle the document's
@@ -37,6 +42,7 @@ from django.db import DataError, transaction
 from django.utils import timezone
 
 from apps.history.context import history_via
+from apps.limits.choices import RuleSource
 from apps.limits.config_io import ConfigInvalid, config_import
 from apps.limits.config_io.report import MAX_MESSAGE_CHARS, text_shortened
 from apps.limits.services import config_object_save
@@ -60,13 +66,17 @@ class RefreshReport:
     toggles_disabled: int = 0
     overrides_created: int = 0
     overrides_updated: int = 0
+    access_rules_created: int = 0
+    access_rules_updated: int = 0
+    access_rules_deleted: int = 0
     config_version: int = 0
     error: str | None = None
 
     @property
     def changed(self) -> bool:
         counts = (self.toggles_created, self.toggles_updated, self.toggles_disabled)
-        return any((*counts, self.overrides_created, self.overrides_updated))
+        rules = (self.access_rules_created, self.access_rules_updated, self.access_rules_deleted)
+        return any((*counts, self.overrides_created, self.overrides_updated, *rules))
 
     def as_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "refreshed_at": self.refreshed_at.isoformat()}
@@ -83,7 +93,8 @@ class RefreshReport:
         counts = (
             f"toggles {self.toggles_created} created, {self.toggles_updated} updated, "
             f"{self.toggles_disabled} disabled; overrides {self.overrides_created} created, "
-            f"{self.overrides_updated} updated"
+            f"{self.overrides_updated} updated; access rules {self.access_rules_created} created, "
+            f"{self.access_rules_updated} updated, {self.access_rules_deleted} deleted"
         )
         error = f"; error: {self.error}" if self.error else ""
         return f"toggles refresh from {self.source}: {outcome}; {counts}; config version {self.config_version}{error}"
@@ -140,9 +151,27 @@ def _document_write(document: ToggleDocument) -> dict[str, int]:
                 errors.extend(invalid.errors)
             else:
                 counts |= {"overrides_created": len(sections.created), "overrides_updated": len(sections.updated)}
+        if document.access_rules is not None:
+            counts |= _access_rules_replace(document.access_rules, errors)
         if errors:
             raise DocumentInvalid(errors)  # leaving the atomic block by an exception rolls everything back
     return counts
+
+
+def _access_rules_replace(entries: list[Any], errors: list[str]) -> dict[str, int]:
+    # The YAML import's prune over the source's own rules: the set becomes the document's, rules are matched by
+    # identity (action + matchers + operation) so an unchanged rule is not rewritten, and the admin's are not seen.
+    try:
+        rules = config_import(document={"access_rules": entries}, prune=True, source=RuleSource.EXTERNAL)
+    except ConfigInvalid as invalid:
+        errors.extend(invalid.errors)
+        return {}
+    report = rules.sections["access_rules"]
+    return {
+        "access_rules_created": len(report.created),
+        "access_rules_updated": len(report.updated),
+        "access_rules_deleted": len(report.deleted),
+    }
 
 
 def _toggles_apply(entries: list[dict[str, Any]], errors: list[str]) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""The beat job that refreshes toggles and hot overrides from the external source."""
+"""The beat job that refreshes toggles, hot overrides and allow/deny rules from the external source."""
 
 from typing import Any
 

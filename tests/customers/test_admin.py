@@ -1,6 +1,7 @@
 import pytest
 
 from apps.customers.models import Customer
+from apps.limits.choices import RuleSource
 from apps.limits.models import Algorithm, Override, RuleAction
 from tests.admin_fixtures import admin_url, inline_management_data
 from tests.apikeys.factories import ApiKeyFactory
@@ -33,7 +34,7 @@ def test_the_customer_page_shows_its_overrides_access_rules_and_api_keys(admin_c
     page = response.content.decode()
 
     inlines = {inline.formset.prefix: inline for inline in response.context["inline_admin_formsets"]}
-    assert list(inlines) == ["overrides", "access_rules", "api_keys"]
+    assert list(inlines) == ["overrides", "access_rules", "access_rules-2", "api_keys"]
     assert "VIP during the migration" in page
     assert "internal load test" in page
     assert key.prefix in page
@@ -51,6 +52,27 @@ def test_the_api_keys_inline_is_read_only_and_never_shows_a_hash(admin_client, c
     assert not inline.has_change_permission
     assert not inline.has_delete_permission
     assert key.key_hash[:8] not in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_external_sources_rules_are_shown_apart_and_read_only(admin_client, customer) -> None:
+    AccessRuleFactory(customer=customer, action=RuleAction.ALLOW, ip="", reason="made in the admin")
+    AccessRuleFactory(
+        customer=customer, action=RuleAction.DENY, ip="", reason="from the source", source=RuleSource.EXTERNAL
+    )
+
+    response = admin_client.get(admin_url(Customer, "change", customer.pk))
+    inlines = {inline.formset.prefix: inline for inline in response.context["inline_admin_formsets"]}
+    editable, external = inlines["access_rules"], inlines["access_rules-2"]
+
+    assert [form.instance.reason for form in editable.formset.forms] == ["made in the admin"]
+    assert [form.instance.reason for form in external.formset.forms] == ["from the source"]
+    assert "from the external source" in str(external.opts.verbose_name_plural)
+    assert (external.has_add_permission, external.has_change_permission, external.has_delete_permission) == (
+        False,
+        False,
+        False,
+    )
 
 
 @pytest.mark.django_db

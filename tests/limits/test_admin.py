@@ -9,6 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from apps.limits.choices import RuleSource
 from apps.limits.models import AccessRule, Algorithm, Limit, Override, RuleAction
 from tests.admin_fixtures import FACTORY_BY_MODEL, FULL_SAMPLE_BY_MODEL, admin_url
 from tests.customers.factories import CustomerFactory
@@ -245,6 +246,50 @@ def test_the_access_rule_list_shows_what_each_rule_matches_and_filters_by_action
     assert "ip 203.0.113.0/24" in page
     assert "customer acct-noisy" in page
     assert list(allowed.context["cl"].result_list) == [allow]
+
+
+@pytest.mark.django_db
+def test_the_access_rule_list_shows_and_filters_where_each_rule_comes_from(admin_client) -> None:
+    AccessRuleFactory(action=RuleAction.DENY, ip="192.0.2.0/24")
+    external = AccessRuleFactory(action=RuleAction.DENY, ip="203.0.113.0/24", source=RuleSource.EXTERNAL)
+
+    page = admin_client.get(admin_url(AccessRule, "changelist")).content.decode()
+    from_source = admin_client.get(admin_url(AccessRule, "changelist"), {"source__exact": "external"})
+
+    assert page.count('<td class="field-source">external source</td>') == 1
+    assert page.count('<td class="field-source">admin or YAML</td>') == 1
+    assert list(from_source.context["cl"].result_list) == [external]
+
+
+@pytest.mark.django_db
+def test_a_rule_from_the_external_source_is_shown_but_not_edited_in_the_admin(admin_client) -> None:
+    rule = AccessRuleFactory(action=RuleAction.DENY, ip="203.0.113.0/24", reason="scraper", source=RuleSource.EXTERNAL)
+    url = admin_url(AccessRule, "change", rule.pk)
+    data = {"action": "allow", "customer": "", "ip": "203.0.113.0/24", "api_key": "", "operation": "", "expires": ""}
+
+    page = admin_client.get(url)
+    posted = admin_client.post(url, {**data, "reason": "edited"})
+
+    assert page.status_code == 200
+    assert not page.context["has_change_permission"]
+    assert "the next refresh replaces it" in page.content.decode()
+    assert posted.status_code == 403
+    rule.refresh_from_db()
+    assert (rule.action, rule.reason) == ("deny", "scraper")
+
+
+@pytest.mark.django_db
+def test_a_rule_made_in_the_admin_stays_editable_and_its_source_cannot_be_posted(admin_client) -> None:
+    rule = AccessRuleFactory(action=RuleAction.DENY, ip="203.0.113.0/24", reason="scraper")
+    data = {"action": "deny", "customer": "", "ip": "203.0.113.0/24", "api_key": "", "operation": "", "expires": ""}
+
+    response = admin_client.post(
+        admin_url(AccessRule, "change", rule.pk), {**data, "reason": "x", "source": "external"}
+    )
+
+    assert response.status_code == 302
+    rule.refresh_from_db()
+    assert (rule.reason, rule.source) == ("x", RuleSource.ADMIN)
 
 
 @pytest.mark.django_db

@@ -358,8 +358,8 @@ def test_an_invalid_document_keeps_the_last_known_good_and_names_the_entries(sou
             '{"toggles": [{"name": "b", "enabled": true, "payload": NaN}]}',
             "not valid JSON: NaN is not a JSON value",
         ),
-        ('["toggles"]', "the document must be a JSON object with toggles and overrides, not a list"),
-        ({"toggle": []}, "unknown key “toggle”; the keys are toggles, overrides"),
+        ('["toggles"]', "the document must be a JSON object with toggles, overrides and access_rules, not a list"),
+        ({"toggle": []}, "unknown key “toggle”; the keys are toggles, overrides, access_rules"),
         ({"toggles": {}}, "toggles: must be a list ([] for none), not a mapping"),
         ({"toggles": ["beta"]}, "toggles[0]: must be an object with name and enabled, not text"),
         ({"toggles": [{"name": "beta"}]}, "toggles[0] (name: beta): enabled: required"),
@@ -498,7 +498,8 @@ def test_the_refresh_logs_a_one_line_summary(source_file: Path) -> None:
 
     assert [record.getMessage() for record in records] == [
         f"toggles refresh from {source_file}: fetched and applied; toggles 2 created, 0 updated, 0 disabled; "
-        f"overrides 2 created, 0 updated; config version {config_version_current()}"
+        f"overrides 2 created, 0 updated; access rules 0 created, 0 updated, 0 deleted; "
+        f"config version {config_version_current()}"
     ]
 
 

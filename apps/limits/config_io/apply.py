@@ -9,6 +9,7 @@ from django.db.models import ProtectedError
 from django.db.models.deletion import Collector
 
 from apps.history.context import history_via
+from apps.limits.choices import RuleSource
 from apps.limits.config_io.parse import ParsedEntry, config_parse
 from apps.limits.config_io.report import (
     MAX_MESSAGE_CHARS,
@@ -21,6 +22,7 @@ from apps.limits.config_io.report import (
 from apps.limits.config_io.sections import (
     REFERENCE_TARGETS,
     SECTION_BY_NAME,
+    SOURCE_SECTION_BY_NAME,
     Entry,
     Identity,
     Lookup,
@@ -32,8 +34,13 @@ from apps.limits.services import config_object_delete, config_object_save
 NAMES_SHOWN = 5
 
 
-def config_import(*, document: Any, prune: bool = False, dry_run: bool = False) -> ImportReport:
+def config_import(
+    *, document: Any, prune: bool = False, dry_run: bool = False, source: str = RuleSource.ADMIN
+) -> ImportReport:
     """Create or update, by identity, every object the document names, section by section.
+
+    `source` owns the access rules written (and, with `prune`, deleted): a YAML import the admin's, the refresh
+    from the external source (apps.toggles.services) its own. Neither touches the other's rules.
 
     With `prune`, also delete the objects of each section the document has that it does not name
     (a section the document lacks is left alone). Raises ConfigInvalid, with nothing written, if any
@@ -49,11 +56,12 @@ def config_import(*, document: Any, prune: bool = False, dry_run: bool = False) 
         report = ImportReport(dry_run=dry_run, sections={name: SectionReport() for name in parsed})
         errors: list[str] = []
         lookup = Lookup()
+        sections = SOURCE_SECTION_BY_NAME if source == RuleSource.EXTERNAL else SECTION_BY_NAME
         for name, entries in parsed.items():
-            _upsert_section(SECTION_BY_NAME[name], entries, lookup, report.sections[name], errors)
+            _upsert_section(sections[name], entries, lookup, report.sections[name], errors)
         if prune and not errors:
             for name in reversed(parsed):
-                _prune_section(SECTION_BY_NAME[name], parsed[name], report.sections[name], errors)
+                _prune_section(sections[name], parsed[name], report.sections[name], errors)
         if errors:
             raise ConfigInvalid(errors)  # leaving the atomic block by an exception rolls everything back
         if dry_run:

@@ -10,6 +10,8 @@ from django.core.management import call_command
 from apps.apikeys.models import ApiKey
 from apps.customers.models import Customer
 from apps.limits.models import AccessRule, Limit, Override
+from tests.api_fixtures import client_with
+from tests.enforcement.fallback.test_failure_policies import dead_redis  # noqa: F401 -- a fixture used here
 from tests.limits.config_io.helpers import row_counts, row_state
 
 pytestmark = pytest.mark.django_db
@@ -33,6 +35,7 @@ def test_it_loads_the_seed_scenarios() -> None:
         "day",
         ["customer", "resource"],
     )
+    assert daily.on_store_failure == "closed"
     put_records = Limit.objects.filter(operation__name="PutRecords")
     assert sorted((limit.unit, limit.quantity, limit.period_seconds) for limit in put_records) == [
         ("bytes", 1048576, 1),
@@ -65,3 +68,17 @@ def test_running_it_twice_creates_nothing_the_second_time() -> None:
     assert "no changes" in output
     assert KEY_LINE.search(output) is None
     assert "demo-service already has an active API key" in output
+
+
+@pytest.mark.usefixtures("dead_redis")
+def test_with_the_store_down_the_demo_scaling_quota_refuses_and_the_others_follow_their_policy(service_key) -> None:
+    load_demo()
+    api = client_with(service_key)
+
+    def check(operation: str) -> tuple[int, str | None]:
+        body = {"customer": "acct-1", "operation": operation, "resource": "stream-1", "ip": "198.51.100.7"}
+        response = api.post("/api/v1/check", body, format="json")
+        return response.status_code, response.json().get("error", {}).get("code")
+
+    assert check("ModifyShardCount") == (503, "store_unavailable")
+    assert check("DescribeStream") == (200, None)  # the default policy: counted in PostgreSQL meanwhile

@@ -4,6 +4,7 @@ Each section may refer only to sections before it, so applying them in this orde
 reference; --prune deletes in the reverse order, so dependents go before what they depend on.
 """
 
+from apps.limits.choices import RuleSource
 from apps.limits.config_io.sections.base import REFERENCE_TARGETS, Entry, Identity, Key, Lookup, Section, Unresolved
 from apps.limits.config_io.sections.catalog import CustomerSection, OperationSection, PlanSection, ServiceSection
 from apps.limits.config_io.sections.policies import AccessRuleSection, LimitSection, OverrideSection
@@ -18,11 +19,14 @@ SECTIONS: tuple[Section, ...] = (
     ServiceSection(),
 )
 SECTION_BY_NAME = {section.name: section for section in SECTIONS}
+# The same sections as the external source document writes them (only access rules have an owner).
+SOURCE_SECTION_BY_NAME = {**SECTION_BY_NAME, "access_rules": AccessRuleSection(source=RuleSource.EXTERNAL)}
 
 __all__ = [
     "REFERENCE_TARGETS",
     "SECTIONS",
     "SECTION_BY_NAME",
+    "SOURCE_SECTION_BY_NAME",
     "Entry",
     "Identity",
     "Key",

@@ -14,6 +14,7 @@ from apps.limits.choices import (
     CalendarPeriod,
     Mode,
     RuleAction,
+    RuleSource,
     StoreFailurePolicy,
 )
 from apps.limits.config_io import fields
@@ -170,6 +171,10 @@ class OverrideSection(Section):
 
 
 class AccessRuleSection(Section):
+    """Access rules of one owner (RuleSource): the YAML import and export see the admin's rules only, the refresh
+    from the external source its own (apps.toggles.services), so neither updates nor prunes the other's rules.
+    The entries and their checks are the same for both."""
+
     name = "access_rules"
     model = AccessRule
     keys = (
@@ -184,8 +189,11 @@ class AccessRuleSection(Section):
     identity_keys = ("action", "customer", "ip", "api_key_prefix", "operation")
     key_of_field = {"api_key": "api_key_prefix"}
 
+    def __init__(self, source: str = RuleSource.ADMIN) -> None:
+        self.source = source
+
     def queryset(self) -> models.QuerySet[AccessRule]:
-        return AccessRule.objects.select_related("customer", "operation").order_by("pk")
+        return AccessRule.objects.filter(source=self.source).select_related("customer", "operation").order_by("pk")
 
     def export_entry(self, obj: AccessRule) -> Entry:
         return {
@@ -207,6 +215,7 @@ class AccessRuleSection(Section):
             "operation": lookup("operations", entry["operation"]),
             "expires": fields.datetime_value(entry["expires"]),
             "reason": entry["reason"],
+            "source": self.source,
         }
 
     def describe(self, entry: Entry) -> str:
