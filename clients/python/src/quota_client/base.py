@@ -26,8 +26,12 @@ __version__ = "0.1.0"
 FailureMode = Literal["open", "closed"]
 
 
+# Seed 002's client practice: retry a throttled call 3 to 5 times at most (a retry storm keeps a service down).
+DEFAULT_MAX_RETRIES = 5
+
+
 def default_backoff() -> Backoff:
-    return ExponentialBackoff(initial_s=0.1, multiplier=2.0, max_s=10.0, jitter=0.2, max_retries=6)
+    return ExponentialBackoff(initial_s=0.1, multiplier=2.0, max_s=10.0, jitter=0.2, max_retries=DEFAULT_MAX_RETRIES)
 
 
 def request_headers(api_key: str) -> dict[str, str]:
