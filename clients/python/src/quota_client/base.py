@@ -16,6 +16,7 @@ from quota_client import wire
 from quota_client.backoff import Backoff, ExponentialBackoff
 from quota_client.cache import DenialCache
 from quota_client.errors import AccessDenied, PlatformUnavailable, QuotaError, QuotaExceeded
+from quota_client.producer import ProducerShaper
 from quota_client.toggles import DEFAULT_REFRESH_S, TOGGLES_PATH, ToggleCache
 from quota_client.transport import HttpResponse, Transport, TransportError, Urllib3Transport
 from quota_client.types import OK, Decision
@@ -58,6 +59,7 @@ class BaseClient:
         transport_retries: int = 2,
         cache_denials: bool = True,
         toggle_refresh_s: float = DEFAULT_REFRESH_S,
+        shaper: ProducerShaper | None = None,
         transport: Transport | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] = time.sleep,
@@ -71,6 +73,7 @@ class BaseClient:
         self.failure_mode = failure_mode
         self.backoff = backoff or default_backoff()
         self.max_wait_s = max_wait_s
+        self.shaper = shaper
         self.cache = DenialCache(clock=clock) if cache_denials else None
         self.toggle_cache = ToggleCache(toggle_refresh_s, clock)
         self._transport = transport or Urllib3Transport()
