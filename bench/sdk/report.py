@@ -108,7 +108,8 @@ def report(args: argparse.Namespace, runs: list[Run], sizes: list[int], load: tu
         f"- load: {len(sizes):,} records of {args.min_bytes}–{args.max_bytes} bytes (seed {args.seed}; "
         f"{sum(sizes):,} bytes in all), put_all with batches of {args.batch_size}, every {args.lose_every}th answer "
         f"dropped after the server decided; limits {RECORDS_PER_S} records/s and {BYTES_PER_S:,} bytes/s "
-        "(token buckets, capacity one second's worth)",
+        f"(token buckets, capacity one second's worth); {args.warmup:,} records pushed first as a warm-up, not "
+        "measured",
         f"- background: load average {load[0]:.2f} before, {load[1]:.2f} after",
         "- ideal: max((records − 1000) ÷ 1000, (bytes − 1 MiB) ÷ 1 MiB) seconds (the buckets start full)",
         "- refused: submissions the platform refused (each resubmitted later); a shaper counts resubmissions as "

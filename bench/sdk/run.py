@@ -1,7 +1,8 @@
 """SDK benchmark: a producer pushes records through `QuotaClient.put_all` against PutRecords limits of
 1000 records/s and 1 MiB/s (token buckets per customer + shard, as in the demo), on the production server.
 
-    .venv/bin/python bench/sdk/run.py [--records 20000] [--batch-size 500] [--lose-every 25] [--write-results]
+    .venv/bin/python bench/sdk/run.py [--records 20000] [--batch-size 500] [--lose-every 25] [--warmup 2000]
+                                      [--only NAME ...] [--write-results]
 
 The same records are pushed several times in one run, each time by a fresh producer (its own customer, so its own
 full buckets): with plain exponential back-off, with the responsive policy tuned and as it comes (the seed's
@@ -49,7 +50,17 @@ import psycopg  # noqa: E402
 from bench.api.prepare import platform_env, prepare_platform  # noqa: E402
 from bench.api.servers import Gunicorn  # noqa: E402
 from bench.api.stores import bench_database, bench_redis  # noqa: E402
-from bench.sdk.producer import BYTES_PER_S, RECORDS_PER_S, Run, ideal_seconds, make_records, push, setups  # noqa: E402
+from bench.sdk.producer import (  # noqa: E402
+    BYTES_PER_S,
+    RECORDS_PER_S,
+    Run,
+    Setup,
+    exponential,
+    ideal_seconds,
+    make_records,
+    push,
+    setups,
+)
 from bench.sdk.report import RESULTS, append_results, report  # noqa: E402
 from tests.servers import MissingBinary, missing_binary_message  # noqa: E402
 
@@ -114,6 +125,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--max-bytes", type=int, default=1900, help="largest record (default 1900)")
     parser.add_argument("--seed", type=int, default=4, help="seed of the record sizes (default 4)")
     parser.add_argument("--lose-every", type=int, default=25, help="drop every n-th answer; 0 = none (default 25)")
+    parser.add_argument("--warmup", type=int, default=2000, help="records pushed first, not measured (default 2000)")
     parser.add_argument("--only", action="append", default=[], help="run only this row (repeatable; by name)")
     parser.add_argument("--write-results", action="store_true", help=f"append the figures to {RESULTS}")
     return parser.parse_args(argv)
@@ -134,12 +146,19 @@ def main(argv: list[str]) -> int:
             )
             # A wait longer than the limit needs to refill one batch only lets the bucket overflow.
             chosen = [s for s in setups(args.batch_size / RECORDS_PER_S) if not args.only or s.name in args.only]
+            if args.warmup:
+                # Fresh workers are slow at first (imports, connections, scripts loading): without this, the first
+                # row paid for it (requests 3-4 times slower than the other rows' in the runs of 2026-11-29).
+                print(f"bench/sdk: warm-up, {args.warmup:,} records (not measured)", flush=True)
+                warmup = Setup("warm-up", exponential(args.batch_size / RECORDS_PER_S))  # its own policy and metrics
+                push(url, key, warmup, sizes[: args.warmup], args)
+            warmup_failures = store_failures(server)
             for setup in chosen:
                 name = setup.name
                 print(f"bench/sdk: pushing with {name}", flush=True)
                 run = push(url, key, setup, sizes, args)
                 run.counted = platform_counted(database_url, run.customer)
-                run.store_failures = store_failures(server) - sum(r.store_failures for r in runs)
+                run.store_failures = store_failures(server) - warmup_failures - sum(r.store_failures for r in runs)
                 runs.append(run)
                 print(f"bench/sdk: {name} done in {run.result.elapsed_s:.2f} s ({run.ratio:.3f} × ideal)", flush=True)
     except MissingBinary as error:
