@@ -14,6 +14,7 @@ from quota_client import (
     Backoff,
     CheckItem,
     ExponentialBackoff,
+    ProducerShaper,
     PutAllResult,
     QuotaClient,
     ResponsiveBackoff,
@@ -44,9 +45,24 @@ class LosingTransport(Urllib3Transport):
         return response
 
 
+@dataclass(frozen=True)
+class Setup:
+    """One row: a back-off policy, and the producer-side shaper's share of the limits (None: no shaper)."""
+
+    name: str
+    policy: Backoff
+    shaper_share: float | None = None
+
+    def shaper(self) -> ProducerShaper | None:
+        if self.shaper_share is None:
+            return None
+        return ProducerShaper({"records": RECORDS_PER_S, "bytes": BYTES_PER_S}, share=self.shaper_share)
+
+
 @dataclass
 class Run:
     policy: str
+    shaper_share: float | None
     customer: str
     result: PutAllResult
     ideal_s: float
@@ -74,22 +90,40 @@ def ideal_seconds(sizes: list[int]) -> float:
     return max((len(sizes) - RECORDS_PER_S) / RECORDS_PER_S, (sum(sizes) - BYTES_PER_S) / BYTES_PER_S, 0.0)
 
 
-def policies(cap_s: float) -> dict[str, Backoff]:
-    """Both start at 50 ms and stop growing at `cap_s`; the responsive one comes down again after successes."""
-    return {
-        "exponential": ExponentialBackoff(initial_s=0.05, multiplier=2.0, max_s=cap_s, jitter=0.1),
-        "responsive": ResponsiveBackoff(
-            initial_s=0.05, max_s=cap_s, up=1.5, down=0.7, down_after=2, randomization=0.2, max_randomization_s=0.1
+def exponential(cap_s: float) -> ExponentialBackoff:
+    return ExponentialBackoff(initial_s=0.05, multiplier=2.0, max_s=cap_s, jitter=0.1)
+
+
+def setups(cap_s: float) -> list[Setup]:
+    """The rows, in order; the first is the baseline the others' refusals are compared with.
+
+    The tuned policies start at 50 ms and stop growing at `cap_s`; the tuned responsive one comes down again
+    after two successes. `auto_sleeper` is `ResponsiveBackoff()` as it comes: the seed's AutoSleeper defaults
+    (0.5 s initial, 15 min cap, ×1.5 up, ×0.9 down after 10 successes, ±30 % randomization), nothing tuned. The
+    shaped rows are the tuned exponential policy behind a ProducerShaper at 150 % (the Kinesis producer library's
+    default) and at 100 % of the limits.
+    """
+    return [
+        Setup("exponential", exponential(cap_s)),
+        Setup(
+            "responsive",
+            ResponsiveBackoff(
+                initial_s=0.05, max_s=cap_s, up=1.5, down=0.7, down_after=2, randomization=0.2, max_randomization_s=0.1
+            ),
         ),
-    }
+        Setup("auto_sleeper", ResponsiveBackoff()),
+        Setup("exponential + shaper 150 %", exponential(cap_s), 1.5),
+        Setup("exponential + shaper 100 %", exponential(cap_s), 1.0),
+    ]
 
 
-def push(url: str, key: str, name: str, policy: Backoff, sizes: list[int], args: argparse.Namespace) -> Run:
-    customer = f"producer-{name}-{secrets.token_hex(3)}"
+def push(url: str, key: str, setup: Setup, sizes: list[int], args: argparse.Namespace) -> Run:
+    name = setup.name
+    customer = f"producer-{secrets.token_hex(4)}"
     items = [CheckItem(customer, "PutRecords", "shard-1", costs={"records": 1, "bytes": size}) for size in sizes]
     stream: list[int] = []
     transport = LosingTransport(args.lose_every)
-    client = QuotaClient(url, key, timeout_s=10, transport=transport, backoff=policy)
+    client = QuotaClient(url, key, timeout_s=10, transport=transport, backoff=setup.policy, shaper=setup.shaper())
     done = threading.Event()
 
     def progress() -> None:
@@ -107,4 +141,4 @@ def push(url: str, key: str, name: str, policy: Backoff, sizes: list[int], args:
         done.set()
         reporter.join()
         client.close()
-    return Run(name, customer, result, ideal_seconds(sizes), stream, transport.lost)
+    return Run(name, setup.shaper_share, customer, result, ideal_seconds(sizes), stream, transport.lost)

@@ -232,6 +232,20 @@ def test_require_gives_up_after_the_retry_limit() -> None:
     assert len(transport.sent) == 4
 
 
+def test_the_default_policy_retries_five_times_at_most() -> None:
+    # Seed 002: retry a throttled call 3 to 5 times at most; the default takes the upper end.
+    transport = ScriptedTransport(*[over_limit(100)] * 7)
+    clock = FakeClock()
+    client = QuotaClient(URL, "k", transport=transport, clock=clock, sleep=clock.sleep, cache_denials=False)
+
+    with pytest.raises(QuotaExceeded, match="after 5 retries"):
+        client.require("acct-1", "ListStreams")
+
+    assert len(transport.sent) == 6  # the first try and five retries
+    assert len(clock.slept) == 5
+    assert 3 <= client.backoff.max_retries <= 5
+
+
 def test_require_does_not_wait_for_a_retry_time_beyond_max_wait() -> None:
     client, _, clock = make_client(over_limit(3_600_000), max_wait_s=30)
 

@@ -15,6 +15,8 @@ from quota_client import (
     CheckItem,
     ExponentialBackoff,
     InvalidRequest,
+    ProducerShaper,
+    PutAllResult,
     QuotaClient,
     QuotaExceeded,
     TransportError,
@@ -181,6 +183,28 @@ def test_put_all_pushes_every_record_through_once_even_when_answers_are_lost(pla
     assert usage_of(customer, want, django_db_blocker) == want
     ideal_s = max((1200 - 500) / 500, (total_bytes - 250_000) / 250_000)
     assert result.elapsed_s < ideal_s * 2 + 1  # generous here; bench/sdk measures the real margin
+
+
+def test_put_all_behind_a_shaper_at_the_limit_is_hardly_ever_refused(platform, django_db_blocker) -> None:
+    # The platform's PutRecords limits: 500 records/s and 250,000 bytes/s per customer and shard (conftest).
+    sizes = random.Random(3)
+    costs = [{"records": 1, "bytes": sizes.randint(100, 400)} for _ in range(1500)]
+
+    def push(shaper: ProducerShaper | None) -> tuple[PutAllResult, str]:
+        customer = platform.customer("shaped" if shaper else "plain")
+        items = [CheckItem(customer, "PutRecords", "shard-1", costs=cost) for cost in costs]
+        return client_of(platform, shaper=shaper).put_all(items, batch_size=250), customer
+
+    plain, _ = push(None)
+    shaped, customer = push(ProducerShaper({"records": 500, "bytes": 250_000}, share=1.0))
+
+    assert plain.all_admitted
+    assert shaped.all_admitted
+    assert plain.resubmitted > 0
+    assert shaped.resubmitted * 4 <= plain.resubmitted, (shaped.resubmitted, plain.resubmitted)
+    assert shaped.shaper_waits > 0
+    want = {"allowed": 1500, "records": 1500, "bytes": sum(cost["bytes"] for cost in costs)}
+    assert usage_of(customer, want, django_db_blocker) == want
 
 
 def test_a_lease_holds_the_slot_renews_it_and_gives_it_back_even_on_errors(platform) -> None:

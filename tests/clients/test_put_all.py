@@ -160,3 +160,19 @@ def test_an_access_rule_denial_fails_the_items_at_once() -> None:
     assert result.admitted == []
     assert sorted(result.failed) == [0, 1]
     assert result.failed[0].denied
+
+
+def test_with_the_default_policy_an_item_is_resubmitted_five_times_at_most() -> None:
+    from tests.clients.fakes import decision_body, respond
+
+    body = {"allowed_count": 0, "denied_count": 1, "results": [decision_body(False, retry_after_ms=10)]}
+    refused = respond(200, body)
+    transport = ScriptedTransport(*[refused] * 7)
+    clock = FakeClock()
+    client = QuotaClient("http://quota.test", "k", transport=transport, clock=clock, sleep=clock.sleep)
+
+    result = client.put_all(records(1))
+
+    assert list(result.failed) == [0]
+    assert result.requests == 6  # the first submission and five resubmissions
+    assert result.resubmitted == 5

@@ -1,6 +1,6 @@
 """Quota Platform client SDK (no Django): checks (shaped with max_wait_ms), batches, put_all, leases, a decorator,
-feature toggles, back-off policies (the seed's AutoSleeper by default) and local limiters (hybrid counting
-in-process).
+feature toggles, back-off policies (the seed's AutoSleeper by default), a producer-side shaper for put_all
+(local buckets per key and unit) and local limiters (hybrid counting in-process).
 
 from quota_client import QuotaClient
 
@@ -23,6 +23,7 @@ from quota_client.errors import (
 )
 from quota_client.lease import Lease
 from quota_client.local import AsyncLocalLimiter, LocalLimiter
+from quota_client.producer import ProducerShaper
 from quota_client.responsive import ResponsiveBackoff
 from quota_client.transport import HttpResponse, Transport, TransportError, Urllib3Transport
 from quota_client.types import (
@@ -61,6 +62,7 @@ __all__ = [
     "LinearBackoff",
     "LocalLimiter",
     "PlatformUnavailable",
+    "ProducerShaper",
     "PutAllResult",
     "QuotaClient",
     "QuotaError",

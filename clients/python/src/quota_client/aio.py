@@ -20,6 +20,7 @@ from quota_client.errors import LeaseLost, QuotaError
 from quota_client.lease import Lease, lease_try, logger
 from quota_client.local import AsyncLocalLimiter, sync_post
 from quota_client.local_core import LimiterCore
+from quota_client.producer import ProducerShaper
 from quota_client.types import BatchResult, CheckItem, Decision, PutAllResult
 
 P = ParamSpec("P")
@@ -81,10 +82,14 @@ class AsyncQuotaClient:
         batch_size: int = 500,
         backoff: Backoff | None = None,
         on_admitted: Callable[[list[int]], object] | None = None,
+        shaper: ProducerShaper | None = None,
     ) -> PutAllResult:
-        run = self.sync.put_all_run(items, batch_size=batch_size, backoff=backoff)
+        run = self.sync.put_all_run(items, batch_size=batch_size, backoff=backoff, shaper=shaper)
         while not run.done:
-            batch = run.next_batch()
+            batch, wait = run.next_round()
+            if wait > 0:
+                await self._sleep(wait)
+                continue
             decisions, requests = await asyncio.to_thread(
                 self.sync.decide_batch, [item for _, item in batch], "independent"
             )

@@ -16,6 +16,7 @@ from quota_client import wire
 from quota_client.backoff import Backoff, ExponentialBackoff
 from quota_client.cache import DenialCache
 from quota_client.errors import AccessDenied, PlatformUnavailable, QuotaError, QuotaExceeded
+from quota_client.producer import ProducerShaper
 from quota_client.toggles import DEFAULT_REFRESH_S, TOGGLES_PATH, ToggleCache
 from quota_client.transport import HttpResponse, Transport, TransportError, Urllib3Transport
 from quota_client.types import OK, Decision
@@ -26,8 +27,12 @@ __version__ = "0.1.0"
 FailureMode = Literal["open", "closed"]
 
 
+# Seed 002's client practice: retry a throttled call 3 to 5 times at most (a retry storm keeps a service down).
+DEFAULT_MAX_RETRIES = 5
+
+
 def default_backoff() -> Backoff:
-    return ExponentialBackoff(initial_s=0.1, multiplier=2.0, max_s=10.0, jitter=0.2, max_retries=6)
+    return ExponentialBackoff(initial_s=0.1, multiplier=2.0, max_s=10.0, jitter=0.2, max_retries=DEFAULT_MAX_RETRIES)
 
 
 def request_headers(api_key: str) -> dict[str, str]:
@@ -54,6 +59,7 @@ class BaseClient:
         transport_retries: int = 2,
         cache_denials: bool = True,
         toggle_refresh_s: float = DEFAULT_REFRESH_S,
+        shaper: ProducerShaper | None = None,
         transport: Transport | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] = time.sleep,
@@ -67,6 +73,7 @@ class BaseClient:
         self.failure_mode = failure_mode
         self.backoff = backoff or default_backoff()
         self.max_wait_s = max_wait_s
+        self.shaper = shaper
         self.cache = DenialCache(clock=clock) if cache_denials else None
         self.toggle_cache = ToggleCache(toggle_refresh_s, clock)
         self._transport = transport or Urllib3Transport()

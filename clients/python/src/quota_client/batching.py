@@ -5,6 +5,11 @@ repeat until every item passed, can never pass, or used up its retries. Each sub
 own request id, `<base>.<attempt>`: a transport retry of the same submission repeats that id (the platform
 replays its first decision, so nothing is counted twice), while a resubmission after a refusal uses the next
 attempt number (the same id would only replay the refusal).
+
+With a ProducerShaper (quota_client.producer), a round is first shaped locally: it takes, in order, the pending
+items whose key's share of the round still fits that key's buckets (a key's items stay in order: once one of them
+does not fit, the key's later items wait for a later round), up to `batch_size`; then it waits until the shaper
+holds the tokens for all of it, and takes them.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from quota_client.backoff import Backoff
+from quota_client.producer import Key, ProducerShaper, cost_of, key_of
 from quota_client.types import CheckItem, Decision, PutAllResult
 
 MAX_BATCH_ITEMS = 1000
@@ -27,6 +33,7 @@ class PutAllRun:
         policy: Backoff,
         run_id: str,
         clock: Callable[[], float] = time.monotonic,
+        shaper: ProducerShaper | None = None,
     ) -> None:
         if not 1 <= batch_size <= MAX_BATCH_ITEMS:
             raise ValueError(f"batch_size must be from 1 to {MAX_BATCH_ITEMS}, not {batch_size!r}.")
@@ -37,6 +44,12 @@ class PutAllRun:
         self.pending = list(range(len(self.items)))
         self.attempts = [0] * len(self.items)
         self.result = PutAllResult(backoff=policy.metrics)
+        self.shaper = shaper
+        if shaper is not None:
+            shaper.needs(self.items)  # a negative cost is refused before anything is sent
+            self._keys = [key_of(item) for item in self.items]
+            self._costs = [{unit: cost_of(item, unit) for unit in shaper.rates} for item in self.items]
+            self._key_count = len(set(self._keys))
         self._clock = clock
         self._started = clock()
 
@@ -47,6 +60,45 @@ class PutAllRun:
     def next_batch(self) -> list[tuple[int, CheckItem]]:
         """The next submissions: (item index, the item with this attempt's request id)."""
         return [(index, self._submission(index)) for index in self.pending[: self.batch_size]]
+
+    def next_round(self) -> tuple[list[tuple[int, CheckItem]], float]:
+        """The next submissions and 0.0; or, when the shaper cannot take them yet, none and the seconds to wait
+        before asking again."""
+        if self.shaper is None:
+            return self.next_batch(), 0.0
+        chosen = self._shaped_selection(self.shaper)
+        wait = self.shaper.take([self.items[index] for index in chosen])
+        if wait > 0:
+            self.result.shaped_s += wait
+            self.result.shaper_waits += 1
+            return [], wait
+        return [(index, self._submission(index)) for index in chosen], 0.0
+
+    def _shaped_selection(self, shaper: ProducerShaper) -> list[int]:
+        """Pending items in order, up to batch_size, each key's share within its buckets' capacity (a key's
+        first item always: one costlier than a full bucket goes alone, once its bucket is full)."""
+        chosen: list[int] = []
+        taken: dict[Key, dict[str, int]] = {}
+        closed: set[Key] = set()
+        for index in self.pending:
+            if len(chosen) == self.batch_size or len(closed) == self._key_count:
+                break
+            key = self._keys[index]
+            if key in closed:
+                continue
+            costs = self._costs[index]
+            so_far = taken.get(key)
+            if so_far is None:
+                taken[key] = dict(costs)
+                chosen.append(index)
+                continue
+            total = {unit: so_far[unit] + cost for unit, cost in costs.items()}
+            if shaper.fits_alone(total):
+                taken[key] = total
+                chosen.append(index)
+            else:
+                closed.add(key)  # its later items wait, so a key's items keep their order
+        return chosen
 
     def _submission(self, index: int) -> CheckItem:
         item = self.items[index]
@@ -70,7 +122,8 @@ class PutAllRun:
                     self.result.failed[index] = decision
                 else:
                     refused.append((index, decision))
-        self.pending = [index for index, _ in refused] + self.pending[len(batch) :]
+        sent = {index for index, _ in batch}
+        self.pending = [index for index, _ in refused] + [index for index in self.pending if index not in sent]
         self.result.admitted.extend(admitted)
         self.result.resubmitted += len(refused)
         delay = self._delay(refused)

@@ -14,6 +14,7 @@ from quota_client.errors import InvalidRequest, PlatformUnavailable
 from quota_client.lease import Lease
 from quota_client.local import LocalLimiter, sync_post
 from quota_client.local_core import LimiterCore
+from quota_client.producer import ProducerShaper
 from quota_client.types import BatchResult, CheckItem, Decision, PutAllResult, as_item
 
 P = ParamSpec("P")
@@ -36,6 +37,8 @@ class QuotaClient(BaseClient):
     backoff: the policy of the waiting calls (`require`, `lease(wait=True)`, the decorator) and of put_all.
     max_wait_s: a waiting call gives up at once (QuotaExceeded) when the platform's retry time is further off.
     cache_denials: remember over-limit refusals until their retry time and answer them locally.
+    shaper: a ProducerShaper (quota_client.producer) that put_all waits for before each round: local buckets per
+        key and unit that keep its sends within a share of the limits (none by default).
     """
 
     # -- checks ------------------------------------------------------------------------------------------------
@@ -164,16 +167,21 @@ class QuotaClient(BaseClient):
         batch_size: int = 500,
         backoff: Backoff | None = None,
         on_admitted: Callable[[list[int]], object] | None = None,
+        shaper: ProducerShaper | None = None,
     ) -> PutAllResult:
         """Push every item through, resubmitting only the refused ones with back-off (Kinesis PutRecords style).
 
         Returns the admitted indexes in admission order and the items that failed for good. `on_admitted` is
         called after each round with the indexes admitted in it (write those records now). The retry limit of
-        the policy counts per item: an item refused more often than that is reported failed.
+        the policy counts per item: an item refused more often than that is reported failed. `shaper` (default:
+        the client's) shapes each round locally first (the Kinesis producer library's per-shard rate limiting).
         """
-        run = self.put_all_run(items, batch_size=batch_size, backoff=backoff)
+        run = self.put_all_run(items, batch_size=batch_size, backoff=backoff, shaper=shaper)
         while not run.done:
-            batch = run.next_batch()
+            batch, wait = run.next_round()
+            if wait > 0:
+                self.sleep(wait)
+                continue
             decisions, requests = self.decide_batch([item for _, item in batch], "independent")
             run.result.requests += requests
             admitted, delay = run.record(batch, decisions)
@@ -183,13 +191,21 @@ class QuotaClient(BaseClient):
                 self.sleep(delay)
         return run.finish()
 
-    def put_all_run(self, items: Sequence[ItemLike], *, batch_size: int, backoff: Backoff | None) -> PutAllRun:
+    def put_all_run(
+        self,
+        items: Sequence[ItemLike],
+        *,
+        batch_size: int,
+        backoff: Backoff | None,
+        shaper: ProducerShaper | None = None,
+    ) -> PutAllRun:
         return PutAllRun(
             [as_item(item) for item in items],
             batch_size=batch_size,
             policy=(backoff or self.backoff).fresh(),
             run_id=new_request_id()[:16],
             clock=self._clock,
+            shaper=shaper if shaper is not None else self.shaper,
         )
 
     # -- leases ------------------------------------------------------------------------------------------------

@@ -165,7 +165,8 @@ class PutAllResult:
 
     `admitted`: item indexes in the order the platform admitted them (resubmission reorders: an item refused
     once comes after items admitted meanwhile). `failed`: index → the last refusal, for items that can never
-    pass (denied, or costlier than the limit's capacity) or that ran out of retries.
+    pass (denied, or costlier than the limit's capacity) or that ran out of retries. `shaped_s`: the time spent
+    waiting for a ProducerShaper before rounds (`shaper_waits` waits), apart from `slept_s`, the back-off's.
     """
 
     admitted: list[int] = field(default_factory=list)
@@ -175,6 +176,8 @@ class PutAllResult:
     resubmitted: int = 0
     degraded: int = 0
     slept_s: float = 0.0
+    shaped_s: float = 0.0
+    shaper_waits: int = 0
     elapsed_s: float = 0.0
     backoff: BackoffMetrics = field(default_factory=BackoffMetrics)
 
