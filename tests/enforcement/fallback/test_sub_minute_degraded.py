@@ -79,15 +79,20 @@ def test_a_ten_per_second_limit_admits_at_most_its_share_of_a_burst_of_70_with_r
     assert api.post("/api/v1/check", item("PutRecords"), format="json").json()["degraded"] is False
     redis_killed.stop()
 
-    # 70 at one instant (one batch): one instance alive, so its share is the whole limit, 10 // 1.
+    # 70 in one batch: one instance alive, so its share is the whole limit, 10 // 1, in each second the batch
+    # takes (the items are decided one after the other; a loaded machine may cross into the next second).
+    started = time.time()
     results = batch(api, "PutRecords", BURST)
+    seconds = int(time.time()) - int(started) + 1
 
     assert all(result["degraded"] for result in results)
     admitted = sum(result["allowed"] for result in results)
-    assert admitted == PER_SECOND  # it admitted 70 of 70 when counted per minute (600 a minute)
+    assert PER_SECOND <= admitted <= PER_SECOND * seconds  # it admitted 70 of 70 when counted per minute
     refused = next(result for result in results if not result["allowed"])
     assert refused["code"] == "OVER_LIMIT"
     assert 0 < refused["retry_after_ms"] <= 1000  # the limit's own second, not the minute
+    assert refused["limits"][0]["subject"] == {"customer": "acct-1", "resource": "orders-stream"}
+    assert "(10 requests for customer “acct-1”, resource “orders-stream”)" in refused["message"]
     assert not FallbackCounter.objects.exists()  # not counted per minute in PostgreSQL
 
 
