@@ -6,6 +6,7 @@ batch that only the batch refused.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -97,11 +98,18 @@ def outcome_subject(outcome: CheckOutcome, name: str) -> dict[str, Any]:
     key_by = outcome.keys_by.get(name, ())
     if item is None or not key_by:
         return {}
-    subject: dict[str, Any] = {part: getattr(item, part) for part in SUBJECT_WORDS if part in key_by}
-    attributes = sorted(entry[len(ATTRIBUTE_PREFIX) :] for entry in key_by if entry.startswith(ATTRIBUTE_PREFIX))
+    parts, attributes = _subject_parts(key_by)
+    subject: dict[str, Any] = {part: getattr(item, part) for part in parts}
     if attributes:
         subject["attributes"] = {attribute: item.attributes.get(attribute) for attribute in attributes}
     return subject
+
+
+@functools.lru_cache(maxsize=4096)
+def _subject_parts(key_by: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A key_by's subject fields in SUBJECT_WORDS' order and its attributes sorted: once per key_by, not per answer."""
+    attributes = sorted(entry[len(ATTRIBUTE_PREFIX) :] for entry in key_by if entry.startswith(ATTRIBUTE_PREFIX))
+    return tuple(part for part in SUBJECT_WORDS if part in key_by), tuple(attributes)
 
 
 def subject_words(subject: Mapping[str, Any]) -> str:
