@@ -135,3 +135,20 @@ def test_an_atomic_batch_names_the_refused_items_subject(api) -> None:
     assert rejected["limits"][0]["subject"] == {"customer": "acct-1", "resource": "quotes"}
     assert refused["code"] == "OVER_LIMIT"
     assert refused["message"].startswith("Over “bars-stream” (2 requests for customer “acct-1”, resource “bars”)")
+
+
+def test_a_refused_lease_names_the_customer_and_resource_whose_slots_are_full(api) -> None:
+    LimitFactory(
+        name="sessions", operation=OperationFactory(name="OpenSession"), algorithm="concurrency", quantity=1,
+        period_seconds=600, key_by=["customer", "resource"],
+    )  # fmt: skip
+    lease = {"customer": "acct-1", "operation": "OpenSession", "resource": "console"}
+    assert post(api, "/api/v1/leases", lease).status_code == 201
+
+    refused = post(api, "/api/v1/leases", lease)
+
+    assert refused.status_code == 429
+    assert refused.json()["limits"][0]["subject"] == {"customer": "acct-1", "resource": "console"}
+    assert refused.json()["message"].startswith(
+        "Over “sessions” (1 requests for customer “acct-1”, resource “console”)"
+    )
