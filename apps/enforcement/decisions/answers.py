@@ -15,6 +15,7 @@ from apps.enforcement.decisions.outcomes import (
     OVER_LIMIT,
     CheckOutcome,
     outcome_message,
+    outcome_subject,
 )
 from apps.limits.snapshot import Snapshot
 
@@ -44,6 +45,7 @@ def outcome_body(outcome: CheckOutcome) -> dict[str, Any]:
                 "shadow": r.shadow,
                 "over": r.over,
                 "mode": "hybrid" if r.name in outcome.hybrid else "exact",
+                "subject": outcome_subject(outcome, r.name),
             }
             for r in outcome.limits
         ],

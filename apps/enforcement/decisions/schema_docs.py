@@ -19,8 +19,25 @@ RECORDS = {"name": "put-records-records-per-shard", "algorithm": "token_bucket",
 BYTES = {"name": "put-records-bytes-per-shard", "algorithm": "token_bucket", "unit": "bytes", "limit": 1048576}
 
 
-def limit(base: dict[str, Any], remaining: int, reset_ms: int, over: bool = False) -> dict[str, Any]:
-    return {**base, "remaining": remaining, "reset_ms": reset_ms, "shadow": False, "over": over, "mode": "exact"}
+# Whose counter each example limit is (its key_by's values): the account, the stream, the shard.
+ACCOUNT = {"customer": "acct-1"}
+STREAM = {"customer": "acct-1", "resource": "orders-stream"}
+SHARD_3 = {"customer": "acct-1", "resource": "orders-stream/shardId-000000000003"}
+SHARD_4 = {"customer": "acct-1", "resource": "orders-stream/shardId-000000000004"}
+
+
+def limit(
+    base: dict[str, Any], remaining: int, reset_ms: int, over: bool = False, subject: dict[str, Any] = ACCOUNT
+) -> dict[str, Any]:
+    return {
+        **base,
+        "remaining": remaining,
+        "reset_ms": reset_ms,
+        "shadow": False,
+        "over": over,
+        "mode": "exact",
+        "subject": subject,
+    }
 
 
 def decision(code: str, limits: list[dict[str, Any]], retry_after_ms: int | None = 0, **extra: Any) -> dict[str, Any]:
@@ -49,20 +66,21 @@ PUT_RECORDS = {
     "resource": "orders-stream/shardId-000000000003",
     "costs": {"records": 500, "bytes": 262144},
 }
-SCALE_ALLOWED = decision("OK", [limit(DAILY, 7, 41_400_000)])
+SCALE_ALLOWED = decision("OK", [limit(DAILY, 7, 41_400_000, subject=STREAM)])
 SCALE_REFUSED = decision(
     "OVER_LIMIT",
-    [limit(DAILY, 0, 41_400_000, over=True)],
+    [limit(DAILY, 0, 41_400_000, over=True, subject=STREAM)],
     41_400_000,
-    message="Over “modify-shard-count-daily” (10 requests); retry after 41400000 ms.",
+    message="Over “modify-shard-count-daily” (10 requests for customer “acct-1”, resource “orders-stream”); "
+    "retry after 41400000 ms.",
 )
-PUT_ALLOWED = decision("OK", [limit(RECORDS, 500, 500), limit(BYTES, 786432, 250)])
+PUT_ALLOWED = decision("OK", [limit(RECORDS, 500, 500, subject=SHARD_3), limit(BYTES, 786432, 250, subject=SHARD_3)])
 PUT_TOO_BIG = decision(
     "COST_EXCEEDS_LIMIT",
-    [limit(RECORDS, 1000, 0, over=True), limit(BYTES, 1048576, 0)],
+    [limit(RECORDS, 1000, 0, over=True, subject=SHARD_3), limit(BYTES, 1048576, 0, subject=SHARD_3)],
     None,
-    message="This check costs more than “put-records-records-per-shard” (1000 records) can ever admit: split it, "
-    "or ask for a higher limit.",
+    message="This check costs more than “put-records-records-per-shard” (1000 records for customer “acct-1”, "
+    "resource “orders-stream/shardId-000000000003”) can ever admit: split it, or ask for a higher limit.",
 )
 DENIED = decision(
     "DENIED",
@@ -97,7 +115,7 @@ CHECK_EXAMPLES = [
         "Allowed, after waiting 120 ms (a shaper)",
         value=decision(
             "OK",
-            [limit({**RECORDS, "name": "put-records-shaped", "algorithm": "leaky_bucket"}, 0, 620)],
+            [limit({**RECORDS, "name": "put-records-shaped", "algorithm": "leaky_bucket"}, 0, 620, subject=SHARD_3)],
             delay_ms=120,
         ),
         response_only=True,
@@ -153,9 +171,11 @@ CHECK: dict[str, Any] = {
     "the check will never pass as sent.\n"
     "- **403** `DENIED`: an access rule refuses it.\n\n"
     "`costs` spends several units at once (e.g. PutRecords' `records` and `bytes`; `requests` defaults to 1). "
-    "`dry_run: true` evaluates without counting. Each answer lists every evaluated limit with what remains, "
-    "and carries `RateLimit-Policy` and `RateLimit` headers for the most restrictive one. `degraded: true` "
-    "means the counter store was unreachable and the limit's failure policy decided.",
+    "`dry_run: true` evaluates without counting. Each answer lists every evaluated limit with what remains "
+    "and its `subject`, whose count it is (the customer, resource, attributes, ip, service or API key the "
+    "limit is keyed by; a refusal's `message` names them too), and carries `RateLimit-Policy` and `RateLimit` "
+    "headers for the most restrictive one. `degraded: true` means the counter store was unreachable and the "
+    "limit's failure policy decided.",
     "examples": CHECK_EXAMPLES,
     "responses": {**DECIDING_RESPONSES, 200: serializers.DecisionSerializer},
     "parameters": DECISION_HEADERS,
@@ -167,9 +187,10 @@ BATCH_ITEMS = [
 ]
 OVER_RECORDS = decision(
     "OVER_LIMIT",
-    [limit(RECORDS, 200, 300, over=True), limit(BYTES, 690176, 250)],
+    [limit(RECORDS, 200, 300, over=True, subject=SHARD_4), limit(BYTES, 690176, 250, subject=SHARD_4)],
     300,
-    message="Over “put-records-records-per-shard” (1000 records); retry after 300 ms.",
+    message="Over “put-records-records-per-shard” (1000 records for customer “acct-1”, resource "
+    "“orders-stream/shardId-000000000004”); retry after 300 ms.",
 )
 INDEPENDENT_ANSWER = {"allowed_count": 1, "denied_count": 1, "results": [PUT_ALLOWED, OVER_RECORDS]}
 ATOMIC_ANSWER = {

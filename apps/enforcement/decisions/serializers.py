@@ -68,6 +68,23 @@ class CheckInputSerializer(CheckTargetSerializer):
     )
 
 
+class LimitSubjectSerializer(serializers.Serializer):
+    """Whose counter a limit is: the check's values it is keyed by (its key_by); {} when shared by every caller."""
+
+    customer = serializers.CharField(required=False)
+    resource = serializers.CharField(required=False, allow_blank=True, help_text='"" when the check named none.')
+    ip = serializers.CharField(required=False, allow_blank=True, help_text='"" when the check sent none.')
+    service = serializers.CharField(required=False, allow_blank=True, help_text="The calling API key's service.")
+    api_key = serializers.CharField(
+        required=False, allow_blank=True, help_text="The calling API key's visible prefix (never its secret)."
+    )
+    attributes = serializers.DictField(
+        child=serializers.CharField(allow_null=True),
+        required=False,
+        help_text="Attribute name → the check's value; null when the check did not send it.",
+    )
+
+
 class LimitResultSerializer(serializers.Serializer):
     name = serializers.CharField()
     algorithm = serializers.CharField()
@@ -81,6 +98,11 @@ class LimitResultSerializer(serializers.Serializer):
         choices=["exact", "hybrid"],
         help_text="exact: decided by Redis on every check; hybrid: decided by the API worker on its own count and "
         "the other instances' last exchanged counts (the limit's sync_ms, docs/hybrid.md).",
+    )
+    subject = LimitSubjectSerializer(
+        help_text="Whose count this is: the values of the check that made the limit's counter (its key_by: "
+        "customer, resource, ip, service, api_key, attributes), as a refusal names the account, stream and shard; "
+        "{} for a limit counted for all callers together."
     )
 
 

@@ -114,7 +114,9 @@ def decide(item: CheckItem, limits: Sequence[LimitConfig], warnings: tuple[str, 
                 decision_tally(item, args.specs, decision)
     except IdempotencyKeyReused:
         raise request_id_reused() from None
-    return outcome_of_decision(decision, args.counted, warnings, args.windows_s, args.hybrid_names)
+    return outcome_of_decision(
+        decision, args.counted, warnings, args.windows_s, args.hybrid_names, item=item, keys_by=args.keys_by
+    )
 
 
 def check_evaluate(*, principal: ApiPrincipal, item: CheckItem, snapshot: Snapshot) -> CheckOutcome:
@@ -153,7 +155,9 @@ def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome
     if any(arg.hybrid for arg in args):
         decided = hybrid_batch([check.item for check in pending], args, mode)
         return [
-            outcome_of_decision(d, arg.counted, check.warnings, arg.windows_s, arg.hybrid_names)
+            outcome_of_decision(
+                d, arg.counted, check.warnings, arg.windows_s, arg.hybrid_names, item=check.item, keys_by=arg.keys_by
+            )
             for d, check, arg in zip(decided, pending, args, strict=True)
         ]
     pairs = [(check.item, arg.specs) for check, arg in zip(pending, args, strict=True)]
@@ -163,7 +167,7 @@ def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome
     )
     decisions_tally(pairs, decisions)
     return [
-        outcome_of_decision(d, arg.counted, check.warnings, arg.windows_s)
+        outcome_of_decision(d, arg.counted, check.warnings, arg.windows_s, item=check.item, keys_by=arg.keys_by)
         for d, check, arg in zip(decisions, pending, args, strict=True)
     ]
 

@@ -3,7 +3,7 @@
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from django.conf import settings
@@ -86,6 +86,11 @@ def window_seconds(config: LimitConfig) -> int:
     return CALENDAR_WINDOW_S[config.calendar_period] if config.calendar_period else config.period_s or 0
 
 
+def keys_by_of(limits: Sequence[LimitConfig]) -> Mapping[str, tuple[str, ...]]:
+    """Limit name -> its key_by (read-only): which of a check's values made each limit's counter."""
+    return MappingProxyType({limit.name: limit.key_by for limit in limits})
+
+
 @dataclass(frozen=True, slots=True)
 class EngineArgs:
     """What a check of some limits passes to the engine, and what its answer needs back."""
@@ -97,6 +102,8 @@ class EngineArgs:
     hybrid: tuple[LimitConfig, ...] = ()  # the counted limits with sync_ms (enforcement/hybrid/counting.py)
     hybrid_specs: tuple[LimitSpec, ...] = ()
     hybrid_names: frozenset[str] = frozenset()
+    # read-only, like windows_s: each counted limit's key_by, which names whose counter an answer's limit is
+    keys_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 # By id of the limits tuple, each entry holding that tuple, so an id is not reused while its entry lives. Resolution
@@ -121,6 +128,7 @@ def engine_args(limits: Sequence[LimitConfig]) -> EngineArgs:
         hybrid,
         tuple(limit_spec_of(limit) for limit in hybrid),
         frozenset(limit.name for limit in hybrid),
+        keys_by_of(counted),
     )
     if type(limits) is tuple:
         if len(_engine_args) >= MAX_ENGINE_ARGS:

@@ -2,8 +2,9 @@
 
 - open: admits (the limit is not counted while Redis is away).
 - closed: the whole check is refused with 503 `store_unavailable` (counted as `unavailable` in usage).
-- database: counted in PostgreSQL in minute-aligned windows that start from what the counter already spent
-  (database.py); what it admits is recorded so Redis rebuilds the counter with it afterwards (recovery.py).
+- database: counted in PostgreSQL in windows of the limit's period (a minute or more), aligned, that start from
+  what the counter already spent (database.py); what it admits is recorded so Redis rebuilds the counter with it
+  afterwards (recovery.py). A limit of less than a minute is enforced at its own period as `local` does.
 - local: enforced in this process against the limit divided by the number of live API instances (local.py).
 Decisions are atomic per check and per atomic batch (decide.py), reach the usage tables as `degraded`, and a
 request id gets the answer its caller received on a retry (requests.py). Time comes from this host's clock:

@@ -1,7 +1,9 @@
 """The `database` failure policy: counting in PostgreSQL while Redis is away, from what was already spent.
 
-Each limit is counted in a minute-aligned window (a window of a minute, or the limit's own period when longer;
-calendar limits keep their calendar window; sub-minute rates are scaled to a minute). The window's row starts
+Each limit of a minute or longer is counted in its own window, minute-aligned (calendar limits keep their calendar
+window). A limit of less than a minute is not counted here: scaled to a minute, a 10-per-second limit would admit
+600 in one second, so it is enforced at its own period as each process's share instead (the `local` policy's code,
+decide.py; `minute_grain`). The window's row starts
 from what the counter's records already hold for the window (apps/usage CounterRecord: what Redis flushed,
 and what earlier outages admitted), and is raised to them again at every check, so a day 9/10 used before
 the outage admits 1 during it. What it admits is added to the same records, so the counter rebuilt in Redis
@@ -49,14 +51,16 @@ class Window:
     quantity: int
 
 
+def minute_grain(limit: LimitConfig) -> bool:
+    """The limit is counted in PostgreSQL while Redis is away: a calendar limit, or a period of a minute or more."""
+    return bool(limit.calendar_period) or (limit.period_s or 60) * 1000 >= MINUTE_MS
+
+
 def database_window(limit: LimitConfig, timezone: str, now_ms: int) -> Window:
     if limit.calendar_period:
         bounds = window_bounds(now_ms, timezone, limit.calendar_period)
         return Window(bounds[1], bounds[2], limit.quantity)
     period_ms = (limit.period_s or 60) * 1000
-    if period_ms < MINUTE_MS:
-        start = now_ms - now_ms % MINUTE_MS
-        return Window(start, start + MINUTE_MS, limit.quantity * MINUTE_MS // period_ms)
     start = now_ms - now_ms % period_ms
     return Window(start, start + period_ms, limit.quantity)
 

@@ -1,8 +1,9 @@
 """Deciding while Redis cannot answer: each limit follows its `on_store_failure` policy (see __init__.py).
 
 A check (or an atomic batch) is decided in one transaction: the `database` policy's windows are counted,
-the `local` policy's shares checked, and only when every item is admitted are the local shares spent and the
-transaction committed; otherwise nothing is counted anywhere. The decisions reach the usage tables (degraded),
+the `local` policy's shares checked (and those of `database` limits of less than a minute, database.py), and
+only when every item is admitted are the local shares spent and the transaction committed; otherwise nothing
+is counted anywhere. The decisions reach the usage tables (degraded),
 what they spent reaches the counters' records, and each request id is remembered with the answer its caller
 got, in the same transaction when the `database` policy took part, else through the ledger.
 """
@@ -18,7 +19,7 @@ from apps.common.exceptions import ApplicationError
 from apps.enforcement.counters.guarded_store import engine_store, reconcile_due
 from apps.enforcement.counters.recovery import Spending
 from apps.enforcement.decisions.specs import limit_spec_of
-from apps.enforcement.fallback.database import Refused, database_spend, fallback_layout
+from apps.enforcement.fallback.database import Refused, database_spend, fallback_layout, minute_grain
 from apps.enforcement.fallback.local import local_checks, local_decide
 from apps.enforcement.fallback.requests import request_remember, request_replayed
 from apps.enforcement.ledger.pending import decision_counts, decision_ledger, decisions_write
@@ -94,10 +95,14 @@ def _by_policy(item: CheckItem, limits: Sequence[LimitConfig], now_ms: int) -> _
             f"The counter store is unreachable and limit {closed[0]} refuses to decide without it; retry shortly."
         )
     policy = {p: [limit for limit in enforced if limit.on_store_failure == p] for p in StoreFailurePolicy}
-    database = [] if item.dry_run else policy[StoreFailurePolicy.DATABASE]
+    counted = [limit for limit in policy[StoreFailurePolicy.DATABASE] if minute_grain(limit)]
+    # A `database` limit of less than a minute is held to its own period as this process's share (database.py).
+    local = policy[StoreFailurePolicy.LOCAL] + [
+        limit for limit in policy[StoreFailurePolicy.DATABASE] if not minute_grain(limit)
+    ]
     # A dry run reads nothing it would have to write: its database-counted limits are reported as unknown.
-    opened = policy[StoreFailurePolicy.OPEN] + (policy[StoreFailurePolicy.DATABASE] if item.dry_run else [])
-    return _Item(item, database, policy[StoreFailurePolicy.LOCAL], opened)
+    opened = policy[StoreFailurePolicy.OPEN] + (counted if item.dry_run else [])
+    return _Item(item, [] if item.dry_run else counted, local, opened)
 
 
 def _decide_each(items: list[_Item], indexes: list[int], now_ms: int) -> dict[int, FallbackDecision]:

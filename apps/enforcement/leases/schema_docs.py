@@ -89,7 +89,8 @@ LEASE_ACQUIRE: dict[str, Any] = {
                         "OVER_LIMIT",
                         [limit(SESSIONS, 0, 240_000, over=True)],
                         240_000,
-                        message="Over “open-session-concurrent” (5 requests); retry after 240000 ms.",
+                        message="Over “open-session-concurrent” (5 requests for customer “acct-1”); "
+                        "retry after 240000 ms.",
                     ),
                     response_only=True,
                 ),

@@ -136,7 +136,8 @@ def lease_acquire(*, principal: ApiPrincipal, item: CheckItem, ttl_s: int | None
     except IdempotencyKeyReused:
         # The id answered a check, or a lease of another ttl: nothing was taken (engine/store/plan.py).
         raise request_id_reused() from None
-    return LeaseOutcome(outcome_of_decision(decision, [slot, *others]), lease_id, expires_at if lease_id else None)
+    outcome = outcome_of_decision(decision, [slot, *others], item=item)
+    return LeaseOutcome(outcome, lease_id, expires_at if lease_id else None)
 
 
 def _lease_without_store(item: CheckItem, limits: list[LimitConfig]) -> FallbackDecision:

@@ -14,7 +14,7 @@ from tests.support.redis_monitor import commands_sent_during
 pytestmark = pytest.mark.django_db
 
 DECISION_FIELDS = {"allowed", "code", "retry_after_ms", "delay_ms", "degraded", "message", "warnings", "limits"}
-LIMIT_FIELDS = {"name", "algorithm", "unit", "limit", "remaining", "reset_ms", "shadow", "over", "mode"}
+LIMIT_FIELDS = {"name", "algorithm", "unit", "limit", "remaining", "reset_ms", "shadow", "over", "mode", "subject"}
 
 
 def check(api, **fields):
@@ -43,6 +43,7 @@ def test_an_allowed_check_answers_200_with_every_field_and_the_ratelimit_headers
     assert (body["allowed"], body["code"], body["retry_after_ms"], body["degraded"]) == (True, "OK", 0, False)
     assert set(body["limits"][0]) == LIMIT_FIELDS
     assert body["limits"][0]["remaining"] == 2
+    assert body["limits"][0]["subject"] == {"customer": "acct-1", "resource": "stream-1"}
     assert response["RateLimit-Policy"] == '"daily";q=3;w=86400'
     assert response["RateLimit"] == '"daily";r=2;t=86400'
     assert "Retry-After" not in response
