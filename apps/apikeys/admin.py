@@ -9,7 +9,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count, Model, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -17,6 +17,7 @@ from django.utils.cache import add_never_cache_headers
 
 from apps.apikeys.models import ApiKey, Service
 from apps.apikeys.services import IssuedKey, api_key_create, api_key_revoke
+from apps.common.admin_inlines import ReadOnlyTabularInline
 from apps.history.admin import HistoryAdminMixin
 
 HASH_PREVIEW_CHARS = 8
@@ -173,22 +174,10 @@ class ApiKeyAdmin(HistoryAdminMixin, admin.ModelAdmin):
         self.message_user(request, message, messages.SUCCESS)
 
 
-class ApiKeyInline(admin.TabularInline):
+class ApiKeyInline(ReadOnlyTabularInline):
     """A customer's keys on its page, read-only: keys are issued on the API key add page (it shows the secret once)."""
 
     model = ApiKey
     template = "admin/apikeys/apikey/api_keys_inline.html"
     fields = ("prefix", "name", "service", "created_at", "last_used_at", "revoked_at")
-    readonly_fields = fields
-    extra = 0
-    show_change_link = True
     verbose_name_plural = "API keys"
-
-    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False

@@ -9,12 +9,13 @@ titles are set here too.
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import BooleanField, Count, ExpressionWrapper, Model, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.http import HttpRequest
 from django.urls import URLPattern, path
 from django.utils import timezone
 from django.utils.text import Truncator
 
+from apps.common.admin_inlines import ReadOnlyTabularInline
 from apps.history.admin import HistoryAdminMixin
 from apps.limits.admin_forms import LimitAdminForm, OverrideAdminForm
 from apps.limits.admin_yaml import yaml_export_view, yaml_import_view
@@ -248,25 +249,13 @@ class AccessRuleInline(admin.TabularInline):
         return super().get_queryset(request).filter(source=RuleSource.ADMIN)
 
 
-class SourceAccessRuleInline(admin.TabularInline):
+class SourceAccessRuleInline(ReadOnlyTabularInline):
     """A customer's access rules from the external source, read-only: each refresh replaces them."""
 
     model = AccessRule
     fk_name = "customer"
     fields = ("action", "operation", "ip", "api_key", "expires", "reason")
-    readonly_fields = fields
-    extra = 0
-    show_change_link = True
     verbose_name_plural = "access rules from the external source (replaced at each refresh; edit them there)"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[AccessRule]:
         return super().get_queryset(request).filter(source=RuleSource.EXTERNAL)
-
-    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
