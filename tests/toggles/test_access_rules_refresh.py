@@ -19,21 +19,13 @@ from apps.toggles.services import toggles_refresh
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("toggles_settings")]
 
 AFTER_EXPIRY = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
 RULES: list[dict[str, Any]] = [
     {"action": "deny", "ip": "203.0.113.0/24", "reason": "scraper"},
     {"action": "allow", "customer": "acct-vip", "operation": "ModifyShardCount", "reason": "load test"},
 ]
-
-
-@pytest.fixture(autouse=True)
-def toggles_settings(settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    settings.QUOTA_TOGGLES_SOURCE = ""
-    settings.QUOTA_TOGGLES_LKG_PATH = tmp_path / "var" / "toggles-lkg.json"
-    settings.QUOTA_TOGGLES_ALLOW_PRIVATE = False
-    settings.QUOTA_TOGGLES_TIMEOUT_S = 2
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory
 from tests.toggles.factories import FeatureToggleFactory, LocalHttpSource
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("toggles_settings")]
 
 STARTS = "2026-01-01T00:00:00+00:00"
 DOCUMENT: dict[str, Any] = {
@@ -30,14 +30,6 @@ DOCUMENT: dict[str, Any] = {
         {"customer": "acct-1", "limit": "daily", "resource": "stream-1", "unlimited": True, "starts": STARTS},
     ],
 }
-
-
-@pytest.fixture(autouse=True)
-def toggles_settings(settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    settings.QUOTA_TOGGLES_SOURCE = ""
-    settings.QUOTA_TOGGLES_LKG_PATH = tmp_path / "var" / "toggles-lkg.json"
-    settings.QUOTA_TOGGLES_ALLOW_PRIVATE = False
-    settings.QUOTA_TOGGLES_TIMEOUT_S = 2
 
 
 @pytest.fixture(autouse=True)
