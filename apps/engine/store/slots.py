@@ -28,7 +28,7 @@ _FINGERPRINT = re.compile(r"\|([0-9a-fA-F]+)$")
 
 
 class CrossSlotCheck(InvalidCheck):
-    """A check whose keys live on more than one cluster slot, or an atomic batch over several slots."""
+    """A check the cluster cannot run: a lease on a limit whose counter is not in its customer's slot (spread.py)."""
 
 
 def slot_of(key: str) -> int:
