@@ -11,20 +11,22 @@ The steps and why:
    a slot sees only part of the batch, so the decisions are stored here once the batch is decided.
 3. Each item is split into its parts per slot (one part for an item keyed by customer), and each slot, in slot
    order, runs check.lua in atomic mode on its parts, in the batch's order: it spends only when every part on it
-   is admitted. A refusal on slot k stops the spending: the slots after it run in look mode (check.lua 'l':
-   atomic, then refused whole, saving nothing), which reports what each part sees and the wait its slot needs;
-   slots 1..k-1 get refund.lua, then look mode too, so every refused item reports what it saw, as on one Redis.
-   The batch's retry is the longest of the slots' (-1 when one can never pass).
+   is admitted. A refusal on slot k stops the spending: slots 1..k-1 get refund.lua (one pipeline), then every
+   slot but k runs in look mode (check.lua 'l': atomic, then refused whole, saving nothing; one pipeline), which
+   reports what each part sees and the wait its slot needs, so every refused item reports what it saw, as on one
+   Redis. The batch's retry is the longest of the slots' (-1 when one can never pass).
 4. The decisions are stored under their request ids (one SET per id, pipelined), and the decision log's allow or
    deny entries of the audited limits are written (one XADD per entry, pipelined; check.lua writes them itself on
    one slot, but a slot here cannot know the batch's outcome when it decides its part).
 So a refused batch leaves every counter as it found it and the caller tallies no usage for it; an admitted one
-spent on every slot. Round trips: one per slot (in turn), plus the time, the request ids and the log when there
-are some, and two per reserved slot on a refusal. Between a reservation and its refund another check may find a
-counter fuller than it ends up: it may be refused, never admitted beyond the limit. Not atomic against Redis
-failing midway: the slots already reserved are refunded before the error goes up (the failure policies then
-answer), unless Redis fails for those too. Two concurrent requests with one new request id may both be decided
-(the id is claimed only when the batch is decided), as for a check over several slots.
+spent on every slot. Round trips: one per slot up to the refusal (in turn), plus the time, the request ids and
+the log when there are some, and on a refusal two per node (the refunds, the looks). Between a reservation and its
+refund another check may find a counter fuller than it ends up: it may be refused, never admitted beyond the
+limit. Not atomic against Redis failing midway: the slots already reserved are refunded before the error goes up
+(the failure policies then answer), unless Redis fails for those too; an error once every slot has decided
+(storing the ids, logging) goes up too, and what the slots spent stays spent. Two concurrent requests with one new
+request id may both be decided (the id is claimed only when the batch is decided), as for a check over several
+slots.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from apps.engine.store.operator_tools import _text
 from apps.engine.store.plan import ItemPlan
 from apps.engine.store.script.args import item_descriptor
 from apps.engine.store.script.check_fields import LOOK_ONLY, REPLAYED
-from apps.engine.store.slots import merged_row, refund_call, request_ids, slot_of, split_plan
+from apps.engine.store.slots import RequestIds, merged_row, refund_call, request_ids, slot_of, split_plan
 from apps.engine.store.spread import REFUND_SCRIPT
 from apps.engine.types import IdempotencyKeyReused
 
@@ -82,7 +84,7 @@ class AtomicSlots:
         self._keep(client, [plans[i] for i in live], [rows[i] for i in live], at)
         return rows, [at] * len(plans)
 
-    def _request_ids(self, client: Any, plans: list[ItemPlan], at: int) -> Any:
+    def _request_ids(self, client: Any, plans: list[ItemPlan], at: int) -> RequestIds:
         """slots.RequestIds of the batch by position in `plans`; raises IdempotencyKeyReused before anything is
         spent."""
         with_ids = [i for i, plan in enumerate(plans) if plan.idem_key is not None]
@@ -95,44 +97,64 @@ class AtomicSlots:
         return found
 
     def _decided_slots(self, client: Any, slots: dict[int, list[Part]], at: int) -> dict[int, list[Row]]:
-        """{slot: the rows of its parts}, every slot decided at `at`: each reserves in turn until one refuses,
-        the rest only look, and on a refusal the reserved ones are refunded and looked at again (step 3)."""
+        """{slot: the rows of its parts}, every slot decided at `at`: each reserves in turn until one refuses; then
+        the reserved ones are refunded (one pipeline) and every other slot is looked at (one pipeline: one round
+        trip per node), step 3."""
         found: dict[int, list[Row]] = {}
         reserved: list[int] = []  # the slots that spent and have not been given back yet
         try:
             for slot, parts in slots.items():
-                mode: bool | str = LOOK_ONLY if len(found) > len(reserved) else True
-                found[slot] = self._slot_rows(client, [part for _, part in parts], mode, at)
-                if mode is True and all(row[0] == 1 for row in found[slot]):
-                    reserved.append(slot)
-            if len(found) == len(reserved):
+                found[slot] = self._slot_rows(client, [part for _, part in parts], at)
+                if any(row[0] == 0 for row in found[slot]):
+                    break  # refused whole: this slot spent nothing, and no slot after it will
+                reserved.append(slot)
+            else:
                 return found  # every slot admitted its parts, and spent
-            refunded = list(reserved)
-            while reserved:
-                self._refund(client, slots[reserved[0]], found[reserved[0]], at)
-                reserved.pop(0)
-            for slot in refunded:
-                found[slot] = self._slot_rows(client, [part for _, part in slots[slot]], LOOK_ONLY, at)
+            self._give_back(client, slots, found, reserved, at)
         except BaseException:
-            for slot in reserved:  # Redis failed midway: give back what is still reserved, where it still can
-                with contextlib.suppress(Exception):
-                    self._refund(client, slots[slot], found[slot], at)
+            with contextlib.suppress(Exception):  # Redis failed midway: give back what it still can
+                self._give_back(client, slots, found, reserved, at)
             raise
+        looked = [slot for slot in slots if slot not in found or found[slot][0][0] == 1]  # all but the refusing one
+        plans = [part for slot in looked for _, part in slots[slot]]
+        groups: dict[int, list[int]] = {}
+        first = 0
+        for slot in looked:
+            groups[slot] = list(range(first, first + len(slots[slot])))
+            first += len(slots[slot])
+        rows = self._pipelined_rows(client, plans, groups, LOOK_ONLY, [0] * len(plans), at)  # type: ignore[attr-defined]
+        for slot, members in groups.items():
+            found[slot] = [rows[i] for i in members]
         return found
 
-    def _slot_rows(self, client: Any, parts: list[ItemPlan], mode: bool | str, at: int) -> list[Row]:
-        answer = self._group_rows(client, parts, mode, *self._slot_keys(parts[0]), now=at)  # type: ignore[attr-defined]
+    def _slot_rows(self, client: Any, parts: list[ItemPlan], at: int) -> list[Row]:
+        """check.lua in atomic mode on one slot's parts at `at`: spends only if it admits them all."""
+        answer = self._group_rows(client, parts, True, *self._slot_keys(parts[0]), now=at)  # type: ignore[attr-defined]
         rows, _ = answer_now(answer)
         if len(rows) != len(parts):
             raise ValueError(f"check.lua answered {len(rows)} rows for {len(parts)} parts")
         return rows
 
-    def _refund(self, client: Any, parts: list[Part], rows: list[Row], at: int) -> None:
-        """refund.lua on one slot, once for all its parts that spent (not the dry runs)."""
-        spent = [(part, row) for (_, part), row in zip(parts, rows, strict=True) if not part.item.dry_run]
-        keys, args = refund_call(spent, self._now_arg(), at)  # type: ignore[attr-defined]
-        if keys:  # a cluster routes a call by its keys: one without any has nothing to give back anyway
-            client.eval(REFUND_SCRIPT, len(keys), *keys, *args)
+    def _give_back(
+        self, client: Any, slots: dict[int, list[Part]], found: dict[int, list[Row]], reserved: list[int], at: int
+    ) -> None:
+        """refund.lua on each slot in `reserved` (once for all the parts of a slot that spent, not the dry runs),
+        in one pipeline; each slot given back leaves `reserved`. Raises the first error after the others ran."""
+        now, calls = self._now_arg(), []  # type: ignore[attr-defined]
+        pipe = client.pipeline(transaction=False)
+        for slot in reserved:
+            spent = [(part, row) for (_, part), row in zip(slots[slot], found[slot], strict=True)]
+            keys, args = refund_call([(part, row) for part, row in spent if not part.item.dry_run], now, at)
+            if keys:  # a cluster routes a call by its keys: one without any has nothing to give back anyway
+                node = client.get_node_from_key(keys[0])  # named: no COMMAND GETKEYS first (cluster.py)
+                pipe.execute_command("EVAL", REFUND_SCRIPT, len(keys), *keys, *args, target_nodes=node)
+                calls.append(slot)
+        answers = pipe.execute(raise_on_error=False) if calls else []
+        failed = {slot for slot, answer in zip(calls, answers, strict=True) if isinstance(answer, Exception)}
+        reserved[:] = [slot for slot in reserved if slot in failed]
+        errors = [answer for answer in answers if isinstance(answer, Exception)]
+        if errors:
+            raise errors[0]
 
     def _keep(self, client: Any, plans: Sequence[ItemPlan], rows: Sequence[Row], at: int) -> None:
         """The decisions under their request ids and the decision log's entries of the audited limits, in one

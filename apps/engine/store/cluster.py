@@ -79,11 +79,17 @@ class ClusterStore(AtomicSlots, SpreadChecks, RedisStore):
         return rows, nows
 
     def _pipelined_rows(
-        self, client: Any, plans: list[ItemPlan], groups: dict[int, list[int]], atomic: bool, nows: list[int]
+        self,
+        client: Any,
+        plans: list[ItemPlan],
+        groups: dict[int, list[int]],
+        atomic: bool | str,
+        nows: list[int],
+        at: int | None = None,
     ) -> list[list[Any]]:
         """Each slot's group in one cluster pipeline (one round trip per node); rows in the plans' order, and each
-        one's script time into `nows`."""
-        now = self._now_arg()
+        one's script time into `nows`. at: an explicit time for every group (atomic_slots.py)."""
+        now = self._now_arg() if at is None else at
         pipe = client.pipeline(transaction=False)
         calls = []
         for members in groups.values():
@@ -104,7 +110,7 @@ class ClusterStore(AtomicSlots, SpreadChecks, RedisStore):
             if isinstance(answer, Exception) and not isinstance(answer, NOT_RUN):
                 raise answer  # e.g. CLUSTERDOWN during a failover: the limits' failure policies answer
             if isinstance(answer, NOT_RUN) or _asks_seeds(answer):
-                answer = self._group_rows(client, group, atomic, index_base, epoch_key, warm_key)
+                answer = self._group_rows(client, group, atomic, index_base, epoch_key, warm_key, at)
             _raise_if_reused(answer, members)
             answer, now = answer_now(answer)
             if len(answer) != len(members):
