@@ -15,6 +15,7 @@ import pytest
 
 from apps.engine import CheckItem, IdempotencyKeyReused, LimitSpec, ManualClock
 from apps.engine.decision_usage import decision_usage
+from apps.engine.registry import ALGORITHMS as REGISTRY
 from apps.engine.store.cluster import ClusterStore
 from apps.engine.store.slots import slot_of
 from tests.engine.conftest import START_MS
@@ -88,6 +89,31 @@ def test_one_customer_over_its_limit_refuses_the_whole_batch_and_the_other_slot_
     kinds = Counter((entry.customer, entry.kind) for entries in redis_log(store._client, store.key_prefix).values()
                     for entry in entries)  # fmt: skip
     assert kinds == {(full, "allow"): 3, (full, "deny"): 2, (other, "allow"): 1, (other, "deny"): 2}
+
+
+REFUNDED = [name for name, entry in REGISTRY.items() if entry.refund]
+
+
+@pytest.mark.parametrize("algorithm", REFUNDED)
+def test_a_refused_batch_gives_back_what_two_items_spent_on_one_counter(store: Any, algorithm: str) -> None:
+    """Two items of the first slot spend on one counter, the second slot refuses: both are given back (one
+    refund.lua call refunds that counter twice), so the next checks see what they would have without the batch."""
+    if algorithm == "calendar":
+        spec = LimitSpec("l", algorithm, 6, calendar_period="day", key_by=("customer",))
+    else:
+        spec = LimitSpec("l", algorithm, 6, period_s=60, key_by=("customer",))
+    first, second = sorted(two_slots(store), key=lambda customer: slot_of(f"{{c={customer}}}"))
+    for _ in range(6):
+        store.check(CheckItem(second, "Op"), [spec])
+    before = remaining(store, first, [spec])
+    pairs = [(CheckItem(customer, "Op", costs={"requests": 2}), [spec]) for customer in (first, first, second)]
+
+    assert [decision.allowed for decision in store.check_batch(pairs, "atomic")] == [False] * 3
+
+    assert remaining(store, first, [spec]) == before
+    assert [store.check(CheckItem(first, "Op", costs={"requests": 2}), [spec]).allowed for _ in range(4)] == [
+        True, True, True, False
+    ]  # fmt: skip
 
 
 def test_both_customers_under_their_limits_spend_on_both_slots(store: Any) -> None:
