@@ -10,6 +10,7 @@ import pytest
 from redis.crc import key_slot
 
 from apps.engine.keys import enc
+from apps.usage.models import CounterRecord
 from tests.enforcement.cluster.conftest import LIMIT_ATOMIC, Answer, check
 from tests.usage.written import usage_written
 
@@ -39,6 +40,11 @@ def remaining(platform, customer: str) -> int:  # type: ignore[no-untyped-def]
     return int(probe.body["limits"][0]["remaining"])
 
 
+def records(customer: str) -> int:
+    """What the durable counter of `customer` was recorded to spend (the records a lost counter is rebuilt from)."""
+    return sum(record.amount for record in CounterRecord.objects.filter(counter__contains=f"{{c={customer}}}"))
+
+
 def test_an_atomic_batch_over_two_slots_is_refused_whole_when_one_customer_is_over(cluster_platform) -> None:
     full, other = customers_on_two_slots()
     spent = [check(cluster_platform.urls[0], cluster_platform.service_key, {"customer": full, "operation": "Atomic"})
@@ -59,6 +65,7 @@ def test_an_atomic_batch_over_two_slots_is_refused_whole_when_one_customer_is_ov
     assert remaining(cluster_platform, full) == 0
     want = {"allowed": 0, "denied": 1, "logged": 1}
     assert usage_written(want, customer=other, operation="Atomic") == want
+    assert (records(other), records(full)) == (0, LIMIT_ATOMIC)  # written with the usage, same ledger round
 
 
 def test_an_atomic_batch_over_two_slots_spends_on_both_when_both_are_under(cluster_platform) -> None:
@@ -74,3 +81,4 @@ def test_an_atomic_batch_over_two_slots_spends_on_both_when_both_are_under(clust
     for customer in (first, second):
         want = {"allowed": LIMIT_ATOMIC, "denied": 1, "logged": LIMIT_ATOMIC + 1}
         assert usage_written(want, customer=customer, operation="Atomic") == want
+        assert records(customer) == LIMIT_ATOMIC
