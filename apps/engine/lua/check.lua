@@ -21,8 +21,9 @@
 -- the calls that run it pay for them, and the phases share their state in one table (C) to keep upvalues few.
 --
 -- KEYS, ARGV and the numbers: apps/engine/store/script/check_fields.py. In short, ARGV: [1] now ms ('' = Redis TIME)
--- [2] 'i' independent | 'a' atomic | 'l' look (atomic, then refused whole whatever it finds: a Redis Cluster slot of an
--- atomic batch another slot refused, store/atomic_slots.py) [3] usage index base (a lease's session time, concurrency.lua) [4] the numbers, a JSON array of integers: the
+-- [2] 'i' independent | 'a' atomic | 'l' look (atomic, then refused whole whatever it finds: a Redis Cluster
+-- slot of an atomic batch another slot refused, store/atomic_slots.py) [3] usage index base (a lease's session
+-- time, concurrency.lua) [4] the numbers, a JSON array of integers: the
 -- definitions (one per counter), the items (each with its units and its limits: definition number and cost),
 -- the log section [5..] the strings the numbers name by ARGV index.
 --   durability: NOT_DURABLE; RECORDED: what admitted checks spend is recorded (by the caller); REBUILT: recorded, and a
