@@ -150,6 +150,23 @@ def _int(fields: Mapping[str, str], name: str) -> int:
     return int(value) if value not in (None, "") else 0
 
 
+# A stream lives two days after its last entry (lib.lua's LOG.add sets the same).
+LOG_TTL_MS = 172_800_000
+
+
+def decision_fields(entry: LogEntry) -> list[str]:
+    """The fields and values of an allow or deny entry, in the order check.lua's log_decisions writes them
+    (parse_entry reads them back): for a store that writes an entry from Python, store/atomic_slots.py."""
+    return [
+        FIELD_TIME, str(entry.at_ms), FIELD_EVENT, entry.kind, FIELD_CUSTOMER, entry.customer,
+        FIELD_OPERATION, entry.operation, FIELD_LIMIT, entry.limit, FIELD_ALGORITHM, entry.algorithm,
+        FIELD_KEY, entry.key, FIELD_COST, str(entry.cost), FIELD_QUANTITY, str(entry.quantity),
+        FIELD_PERIOD, str(entry.period_ms), FIELD_BURST, str(entry.burst), FIELD_WINDOW, str(entry.window_ms),
+        FIELD_SHADOW, "1" if entry.shadow else "0", FIELD_MODE, entry.mode, FIELD_INSTANCE, entry.instance,
+        FIELD_LEASE, entry.lease, FIELD_EXPIRES, str(entry.expires_ms),
+    ]  # fmt: skip
+
+
 def parse_entry(entry_id: str, fields: Mapping[str, str]) -> LogEntry:
     """A stream entry (decoded strings) as a LogEntry; missing fields take their empty defaults.
 

@@ -1,6 +1,7 @@
 """ClusterStore on a real Redis Cluster of 3 masters and 3 replicas (tests/servers.py, started once per run):
 the same decisions as the reference models, exact limits under contention from two processes, batches split
-per slot and pipelined per node, usage flushed from every master, lost counters rebuilt, cross-slot refused."""
+per slot and pipelined per node, usage flushed from every master, lost counters rebuilt
+(atomic batches over several slots: test_cluster_atomic.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from apps.engine import CheckItem, LimitSpec, ManualClock, MemoryStore
-from apps.engine.store.cluster import ClusterStore, CrossSlotCheck, slot_groups
+from apps.engine.store.cluster import ClusterStore, slot_groups
 from apps.engine.store.plan import plan_item
 from tests.engine.conftest import START_MS
 from tests.engine.race_worker import hammer
@@ -57,7 +58,6 @@ def test_the_cluster_store_decides_like_the_reference_model(algorithm: str, clus
             "prefix": prefix,
             "algorithm": algorithm,
             "store_class": ClusterStore,
-            "atomic_on_one_customer": True,
         },
     )
     run_state_machine_as_test(machine, settings=settings(SETTINGS, max_examples=30))
@@ -93,17 +93,6 @@ def test_usage_is_flushed_from_every_master_and_then_discarded(cluster_client: A
     store.usage_discard(minute)
     assert store.usage_minutes() == []
     assert store.usage_rows(minute) == []
-
-
-def test_an_atomic_batch_over_several_slots_is_refused_before_anything_is_written(
-    cluster_client: Any, store: ClusterStore, prefix: str
-) -> None:
-    with pytest.raises(CrossSlotCheck, match="one customer"):
-        store.check_batch([(CheckItem(f"acct-{n}", "Op"), [MINUTE]) for n in range(2)], "atomic")
-    spread = (CheckItem("acct-1", "Op", ip="203.0.113.7"), [MINUTE, PER_IP])
-    with pytest.raises(CrossSlotCheck, match="one customer"):
-        store.check_batch([spread, (CheckItem("acct-1", "Op"), [MINUTE])], "atomic")
-    assert keys_under(cluster_client, prefix) == []
 
 
 def test_leases_on_the_cluster(store: ClusterStore) -> None:

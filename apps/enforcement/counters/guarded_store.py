@@ -151,7 +151,7 @@ def engine_call(call: Callable[[Store], T], *, fallback: Callable[[], F], custom
         except COUNTERS_ERRORS as error:  # RedisError, and a cluster client's own RedisClusterException
             _store_failed(error, breaker)
         except CrossSlotCheck as error:
-            # A configuration the cluster cannot run (an atomic batch over several slots): Redis is fine, so
+            # A configuration the cluster cannot run (a lease on a limit not keyed by customer): Redis is fine, so
             # the breaker is not told; the limits' failure policies answer, and the log says what to change.
             breaker.record_abandoned()
             logger.error("Check not run on Redis Cluster: %s", error)

@@ -21,7 +21,9 @@
 -- the calls that run it pay for them, and the phases share their state in one table (C) to keep upvalues few.
 --
 -- KEYS, ARGV and the numbers: apps/engine/store/script/check_fields.py. In short, ARGV: [1] now ms ('' = Redis TIME)
--- [2] 'i' independent | 'a' atomic [3] usage index base (a lease's session time, concurrency.lua) [4] the numbers, a JSON array of integers: the
+-- [2] 'i' independent | 'a' atomic | 'l' look (atomic, then refused whole whatever it finds: a Redis Cluster
+-- slot of an atomic batch another slot refused, store/atomic_slots.py) [3] usage index base (a lease's session
+-- time, concurrency.lua) [4] the numbers, a JSON array of integers: the
 -- definitions (one per counter), the items (each with its units and its limits: definition number and cost),
 -- the log section [5..] the strings the numbers name by ARGV index.
 --   durability: NOT_DURABLE; RECORDED: what admitted checks spend is recorded (by the caller); REBUILT: recorded, and a
@@ -63,6 +65,7 @@ local HELD = 9007199254740991      -- 2^53 - 1: the lease expiry of an allocatio
 -- chunk it uses is an upvalue found again each time (as 25 shared locals, they cost a check ~10% more).
 local C = {
   now = 0, atomic = false, N = false,       -- the script's time; atomic mode; every number of the call
+  look = false,                             -- look mode: atomic, and refused whole (saves nothing)
   defs = {}, durable = false,               -- definition d's table (read_call); the numbers of the durable ones
   P = {}, L = {}, item_count = 0,           -- item i's fields are at N[P[i] + ITEM_*]; its limit count at N[L[i]]
   live = false, ids = false,                -- an item is not a dry run (only then may the call write); has an id
@@ -87,7 +90,7 @@ local C = {
 -- concurrency definition knows its stream (lim.log), where the lease set's fragment logs the leases it drops as expired.
 local function read_call()
   local now, N = read_now(ARGV[1]), cjson.decode(ARGV[4])
-  C.now, C.atomic, C.N = now, ARGV[2] == ATOMIC, N
+  C.now, C.atomic, C.look, C.N = now, ARGV[2] == ATOMIC or ARGV[2] == LOOK_ONLY, ARGV[2] == LOOK_ONLY, N
   local defs, P, L, durable, live, ids = C.defs, C.P, C.L, false, false, false
   local strings, p = {}, HEAD_SIZE + 1
   for d = 1, N[HEAD_DEFINITION_COUNT] do
@@ -381,10 +384,12 @@ local function evaluate()
       if N[P[i] + ITEM_DRY_RUN] == 0 then COUNTED[#COUNTED + 1] = i end
     end
   end
+  if C.look then C.rolled_back = true end
 end
 
--- Save every counter state that changed; or, for an atomic batch with a refused item, refuse every item with
--- the earliest delay after which the whole batch would pass, reporting what it saw before, and save nothing.
+-- Save every counter state that changed; or, for an atomic batch with a refused item (or a look), refuse every
+-- item with the earliest delay after which the whole batch would pass, reporting what it saw before, and save
+-- nothing.
 local function spend()
   local now, out = C.now, C.out
   if not C.rolled_back then

@@ -2,7 +2,8 @@
 -- then refused (apps/engine/store/cluster.py reserves slot by slot and refunds on rejection). Assembled
 -- after lib.lua and the algorithm fragments, like check.lua; every key is in one slot.
 --
--- KEYS: per counter its key (a sliding log: then its sum key). No records to give back: the caller tallies a
+-- KEYS: per counter its key (a sliding log: then its sum key); a counter may come more than once (each item of an
+--   atomic batch that spent on it, store/atomic_slots.py). No records to give back: the caller tallies a
 --   check's records only once it is decided (apps/engine/decision_usage.py), and a refunded check is refused.
 -- ARGV: [1] now ms ('' = Redis TIME)  [2] at: the reservation's time ms (the reserving call's explicit now)
 --       [3] counter count, then per counter 8 strings: <code> <key index> <quantity> <period ms> <capacity>
@@ -24,6 +25,10 @@ for _ = 1, tonumber(ARGV[3]) do
   local refund = ALG[code].refund
   if not refund then error('refund.lua: algorithm ' .. code .. ' defines no refund (apps/engine/registry.py)') end
   refund(lim, cost, at, now)
+  -- Read again by the next refund of the same counter (several items of an atomic batch spent on it): lib.lua's
+  -- fetch keeps what it read for the rest of the call.
+  FETCHED[lim.key] = nil
+  if lim.key2 then FETCHED[lim.key2] = nil end
   p = p + 8
 end
 return 1

@@ -11,11 +11,9 @@ with their counters, and their durable counters are rebuilt from their records a
 
 
 A batch is grouped by slot; the groups go out in one cluster pipeline (one round trip per node, the nodes
-in turn) and the answers are put back in the batch's order. An atomic batch must fit in one slot.
-
-Not built yet: a check whose limits live on several slots (a per-IP or global limit beside per-customer
-ones). It raises CrossSlotCheck before anything is counted; reserving slot by slot with refunds is the
-missing piece (issue 15).
+in turn) and the answers are put back in the batch's order. A check whose limits live on several slots (a per-IP
+or global limit beside per-customer ones) is reserved slot by slot and refunded on refusal (spread.py); so is an
+atomic batch over several slots (several customers), all or nothing (atomic_slots.py).
 """
 
 from __future__ import annotations
@@ -29,13 +27,14 @@ from redis.exceptions import AskError, MovedError, NoScriptError, RedisClusterEx
 from apps.engine.deadline import deadline_arg, raise_if_deadline
 from apps.engine.keys import enc
 from apps.engine.store.answers import answer_code, answer_now
+from apps.engine.store.atomic_slots import AtomicSlots
 from apps.engine.store.base import UsageRow
 from apps.engine.store.operator_tools import _text
 from apps.engine.store.plan import ItemPlan
 from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore
 from apps.engine.store.script.args import encode
 from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
-from apps.engine.store.slots import CrossSlotCheck, reused_positions
+from apps.engine.store.slots import CrossSlotCheck, reused_positions  # noqa: F401 - CrossSlotCheck: callers' import
 from apps.engine.store.spread import SpreadChecks
 from apps.engine.store.warm import WarmWriter
 from apps.engine.types import CheckItem, IdempotencyKeyReused
@@ -44,7 +43,7 @@ from apps.engine.types import CheckItem, IdempotencyKeyReused
 NOT_RUN = (NoScriptError, MovedError, AskError, TryAgainError)
 
 
-class ClusterStore(SpreadChecks, RedisStore):
+class ClusterStore(AtomicSlots, SpreadChecks, RedisStore):
     """A Store on Redis Cluster (client: redis.cluster.RedisCluster). See the module docstring."""
 
     def _shape_keys(self, item: CheckItem, counter_keys: list[str], rebuilds: bool) -> list[str] | None:
@@ -64,7 +63,7 @@ class ClusterStore(SpreadChecks, RedisStore):
         client = client or self._client
         groups, spread = slot_groups(plans)
         if atomic and len(groups) + len(spread) > 1:
-            raise CrossSlotCheck("an atomic batch on Redis Cluster must name one customer's keys only")
+            return self._atomic_rows(client, plans)
         if len(groups) == 1 and not spread:  # a check, or a batch on one customer: one EVALSHA, as on one Redis
             (members,) = groups.values()
             answer = self._group_rows(client, plans, atomic, *self._slot_keys(plans[0]))
@@ -80,11 +79,17 @@ class ClusterStore(SpreadChecks, RedisStore):
         return rows, nows
 
     def _pipelined_rows(
-        self, client: Any, plans: list[ItemPlan], groups: dict[int, list[int]], atomic: bool, nows: list[int]
+        self,
+        client: Any,
+        plans: list[ItemPlan],
+        groups: dict[int, list[int]],
+        atomic: bool | str,
+        nows: list[int],
+        at: int | None = None,
     ) -> list[list[Any]]:
         """Each slot's group in one cluster pipeline (one round trip per node); rows in the plans' order, and each
-        one's script time into `nows`."""
-        now = self._now_arg()
+        one's script time into `nows`. at: an explicit time for every group (atomic_slots.py)."""
+        now = self._now_arg() if at is None else at
         pipe = client.pipeline(transaction=False)
         calls = []
         for members in groups.values():
@@ -105,7 +110,7 @@ class ClusterStore(SpreadChecks, RedisStore):
             if isinstance(answer, Exception) and not isinstance(answer, NOT_RUN):
                 raise answer  # e.g. CLUSTERDOWN during a failover: the limits' failure policies answer
             if isinstance(answer, NOT_RUN) or _asks_seeds(answer):
-                answer = self._group_rows(client, group, atomic, index_base, epoch_key, warm_key)
+                answer = self._group_rows(client, group, atomic, index_base, epoch_key, warm_key, at)
             _raise_if_reused(answer, members)
             answer, now = answer_now(answer)
             if len(answer) != len(members):
@@ -131,7 +136,7 @@ class ClusterStore(SpreadChecks, RedisStore):
         self,
         client: Any,
         plans: list[ItemPlan],
-        atomic: bool,
+        atomic: bool | str,
         index_base: str,
         epoch_key: str | None,
         warm_key: str,
@@ -139,7 +144,8 @@ class ClusterStore(SpreadChecks, RedisStore):
     ) -> list[list[Any]]:
         """One slot's checks called alone: loads the script if the node lacks it, rebuilds missing counters. Its
         answer as check.lua gave it (its now last, unless it refused reused request ids). now: an explicit time for
-        the script (a check over several slots decides every slot at one time)."""
+        the script (a check over several slots decides every slot at one time); atomic: or LOOK_ONLY
+        (check_fields.py)."""
         seeds: dict[int, str] = {}
         for _ in range(MAX_SEED_CALLS):
             at = self._now_arg() if now is None else now

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from redis.crc import key_slot
@@ -28,7 +28,7 @@ _FINGERPRINT = re.compile(r"\|([0-9a-fA-F]+)$")
 
 
 class CrossSlotCheck(InvalidCheck):
-    """A check whose keys live on more than one cluster slot, or an atomic batch over several slots."""
+    """A check the cluster cannot run: a lease on a limit whose counter is not in its customer's slot (spread.py)."""
 
 
 def slot_of(key: str) -> int:
@@ -83,40 +83,61 @@ def refunded_report(part: ItemPlan, row: list[Any]) -> None:
             row[5 + 3 * n] = min(limit.spec.capacity, row[5 + 3 * n] + limit.cost)
 
 
-def refund_call(part: ItemPlan, row: list[Any], now: int | str, at: int) -> tuple[list[str], list[Any]]:
-    """KEYS and ARGV of refund.lua giving back what `part` spent at `at` (its row says which limits admitted)."""
+def refund_call(spent: Sequence[tuple[ItemPlan, list[Any]]], now: int | str, at: int) -> tuple[list[str], list[Any]]:
+    """KEYS and ARGV of refund.lua giving back what the parts in `spent` (each with its row, which says which
+    limits admitted; all on one slot) spent at `at`."""
     keys: list[str] = []
     args: list[Any] = [now, at, 0]
     count = 0
-    for n, limit in enumerate(part.limits):
-        spec = limit.spec
-        if limit.cost <= 0 or row[4 + 3 * n] == 1 or not spec.entry.refund:
-            continue
-        index = len(keys) + 1
-        keys.extend(limit.keys)
-        window = limit.params(at).window
-        code = spec.entry.code
-        args += [code, index, spec.quantity, spec.period_ms, spec.capacity, window[0], window[1], limit.cost]
-        count += 1
+    for part, row in spent:
+        for n, limit in enumerate(part.limits):
+            spec = limit.spec
+            if limit.cost <= 0 or row[4 + 3 * n] == 1 or not spec.entry.refund:
+                continue
+            index = len(keys) + 1
+            keys.extend(limit.keys)
+            window = limit.params(at).window
+            code = spec.entry.code
+            args += [code, index, spec.quantity, spec.period_ms, spec.capacity, window[0], window[1], limit.cost]
+            count += 1
     args[2] = count
     return keys, args
+
+
+@dataclass(slots=True)
+class RequestIds:
+    """What the request ids of a call say before anything is decided (check.lua's request_ids phase, in Python):
+    the positions whose id was stored or used earlier in the call with other parameters (the call is refused);
+    {position: the stored decision to replay}; {position: the earlier position of the call it repeats}."""
+
+    reused: list[int] = field(default_factory=list)
+    replays: dict[int, str] = field(default_factory=dict)
+    repeats: dict[int, int] = field(default_factory=dict)
+
+
+def request_ids(plans: Sequence[ItemPlan], stored: Sequence[str | None], now: int) -> RequestIds:
+    """RequestIds of `plans` (each with a request id; `stored`: what its idempotency key holds), positions in
+    `plans`."""
+    first_of: dict[str, int] = {}
+    found = RequestIds()
+    for n, (plan, text) in enumerate(zip(plans, stored, strict=True)):
+        key, mine, dry = plan.idem_key or "", plan.fingerprint, plan.item.dry_run
+        same = True
+        if key in first_of:
+            same = plans[first_of[key]].fingerprint == mine
+            found.repeats[n] = first_of[key]
+        elif text is not None and now - int(text.split("|", 1)[0]) < IDEMPOTENCY_TTL_MS:
+            theirs = _FINGERPRINT.search(text)
+            same = (theirs is not None and theirs.group(1) == mine) or (theirs is None and not dry)
+            found.replays[n] = text
+        elif not dry:
+            first_of[key] = n
+        if not same:
+            found.reused.append(n)
+    return found
 
 
 def reused_positions(plans: Sequence[ItemPlan], stored: Sequence[str | None], now: int) -> list[int]:
     """The positions among `plans` (each with a request id; `stored`: what its idempotency key holds) whose id
     was stored or used earlier in the call with other parameters: check.lua's rule, in Python."""
-    first_of: dict[str, ItemPlan] = {}
-    reused = []
-    for n, (plan, text) in enumerate(zip(plans, stored, strict=True)):
-        key, mine, dry = plan.idem_key or "", plan.fingerprint, plan.item.dry_run
-        same = True
-        if key in first_of:
-            same = first_of[key].fingerprint == mine
-        elif text is not None and now - int(text.split("|", 1)[0]) < IDEMPOTENCY_TTL_MS:
-            theirs = _FINGERPRINT.search(text)
-            same = (theirs is not None and theirs.group(1) == mine) or (theirs is None and not dry)
-        elif not dry:
-            first_of[key] = plan
-        if not same:
-            reused.append(n)
-    return reused
+    return request_ids(plans, stored, now).reused

@@ -103,7 +103,7 @@ class SpreadChecks:
         """refund.lua on each slot that spent; its row then reports what is left after the refund."""
         now = self._now_arg()  # type: ignore[attr-defined]
         for part, row in spent:
-            keys, args = refund_call(part, row, now, at)
+            keys, args = refund_call([(part, row)], now, at)
             if keys:  # a cluster routes a call by its keys: one without any has nothing to give back anyway
                 client.eval(REFUND_SCRIPT, len(keys), *keys, *args)
             refunded_report(part, row)

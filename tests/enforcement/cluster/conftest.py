@@ -26,6 +26,7 @@ from tests.support.live_server import LiveServer
 LIMIT_SHARED = 40  # per customer per hour: the two-process race
 LIMIT_BUSY = 60  # per customer per hour: the failover test
 LIMIT_SPREAD = 2  # per customer per hour, beside a per-IP and a global limit on other slots
+LIMIT_ATOMIC = 3  # per customer per hour: atomic batches over two customers' slots (open: degraded would admit)
 PLATFORM_YAML = f"""
 operations:
   - {{name: Shared}}
@@ -33,6 +34,7 @@ operations:
   - {{name: MixedOpen}}
   - {{name: MixedClosed}}
   - {{name: Spread}}
+  - {{name: Atomic}}
 customers:
   - {{id: cluster-shared-1}}
 limits:
@@ -54,6 +56,8 @@ limits:
      on_store_failure: closed}}
   - {{name: spread-global, operation: Spread, algorithm: token_bucket, limit: 1000, period: hour, key_by: [],
      on_store_failure: closed}}
+  - {{name: atomic-customer, operation: Atomic, algorithm: fixed_window, limit: {LIMIT_ATOMIC}, period: hour,
+     key_by: [customer], on_store_failure: open, audit: true}}
 services:
   - {{name: cluster-tests, operations: []}}
 """
@@ -82,10 +86,10 @@ class Answer:
     error: str = ""
 
 
-def check(url: str, key: str, body: dict[str, Any], timeout_s: float = 10.0) -> Answer:
-    """POST /api/v1/check; any HTTP status is an answer, a connection failure is recorded as one."""
+def check(url: str, key: str, body: dict[str, Any], timeout_s: float = 10.0, path: str = "/api/v1/check") -> Answer:
+    """POST /api/v1/check (or `path`); any HTTP status is an answer, a connection failure is recorded as one."""
     request = urllib.request.Request(  # noqa: S310 - loopback test server
-        f"{url}/api/v1/check",
+        f"{url}{path}",
         data=json.dumps(body).encode(),
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
         method="POST",
@@ -97,12 +101,12 @@ def check(url: str, key: str, body: dict[str, Any], timeout_s: float = 10.0) -> 
     except urllib.error.HTTPError as error:
         status, payload = error.code, error.read()
     except OSError as error:
-        return Answer(body["customer"], sent, time.monotonic(), None, {}, f"{type(error).__name__}: {error}")
+        return Answer(body.get("customer", ""), sent, time.monotonic(), None, {}, f"{type(error).__name__}: {error}")
     try:
         parsed = json.loads(payload)
     except ValueError:
         parsed = {"unparsed": payload[:200].decode(errors="replace")}
-    return Answer(body["customer"], sent, time.monotonic(), status, parsed)
+    return Answer(body.get("customer", ""), sent, time.monotonic(), status, parsed)
 
 
 def keys_on_masters(cluster: RedisClusterServer, prefix: str) -> dict[int, list[str]]:

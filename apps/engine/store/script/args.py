@@ -17,6 +17,7 @@ from apps.engine.store.plan import ItemPlan, LimitPlan
 from apps.engine.store.script.check_fields import (
     ATOMIC,
     INDEPENDENT,
+    LOOK_ONLY,
     NOT_DURABLE,
     REBUILT,
     RECORDED,
@@ -36,7 +37,7 @@ _compact_json = json.JSONEncoder(separators=(",", ":")).encode
 
 def encode(
     plans: Sequence[ItemPlan],
-    atomic: bool,
+    atomic: bool | str,
     now: int | str,
     index_base: str,
     epoch_key: str | None = None,
@@ -46,9 +47,10 @@ def encode(
 ) -> tuple[list[str], list[Any], list[tuple[LimitPlan, CheckItem]]]:
     """KEYS and ARGV of check.lua for `plans`, and (limit, item) per definition number (from 1).
 
-    now: ms, or '' for Redis TIME; index_base: ARGV[3]; epoch_key: None = no seeder, a durable counter is
-    recorded but never rebuilt; seeds: {definition number: rebuilt state} (seeds.py); log: None = no log section;
-    warm_key: the epoch's warm mark (KeyLayout.warm_key), required with an epoch key.
+    atomic: True, False, or LOOK_ONLY (check_fields.py); now: ms, or '' for Redis TIME; index_base: ARGV[3];
+    epoch_key: None = no seeder, a durable counter is recorded but never rebuilt; seeds: {definition number:
+    rebuilt state} (seeds.py); log: None = no log section; warm_key: the epoch's warm mark (KeyLayout.warm_key),
+    required with an epoch key.
     """
     args = CheckArgs(epoch_key, seeds, warm_key)
     args.add_items(plans)
@@ -143,14 +145,15 @@ class CheckArgs:
             return [*self._keys, self._warm_key, self._epoch_key]
         return self._keys
 
-    def argv(self, now: int | str, atomic: bool, index_base: str) -> list[Any]:
+    def argv(self, now: int | str, atomic: bool | str, index_base: str) -> list[Any]:
         """ARGV: the header (now, mode, usage index base), the numbers, then the strings.
 
         The numbers (the counts, the definitions, the items, the log section) as a JSON array: the repr of a list
         of ints is one ("[2, 1, ...]"), and the fastest text Python makes of them (~50 ns a number).
         """
         numbers = [len(self.described), self._item_count, *self._definitions, *self._items, *self._log]
-        return [now, ATOMIC if atomic else INDEPENDENT, index_base, repr(numbers), *self._strings]
+        mode = LOOK_ONLY if atomic == LOOK_ONLY else ATOMIC if atomic else INDEPENDENT
+        return [now, mode, index_base, repr(numbers), *self._strings]
 
     def _item_head(self, plan: ItemPlan) -> tuple[int, int, int, int, int, int, int, int]:
         """The check_fields.Item of `plan` (in its order)."""

@@ -10,7 +10,7 @@ its new definitions; a definition's keys are consecutive (sliding_log has two). 
 (keys.py) come last, in that order, and only when a durable definition is sent by a store with a seeder.
 
 ARGV:
-    [1] now ms ('' = Redis TIME)    [2] 'a' atomic | 'i' independent    [3] usage index base ("<prefix>:ui:")
+    [1] now ms ('' = Redis TIME)    [2] 'a' atomic | 'i' independent | 'l' look    [3] usage index base ("<prefix>:ui:")
     [4] the numbers below, as a JSON array of integers ("[2, 1, 1, 1, ...]": one cjson.decode in the script,
         and a call can be typed into redis-cli; bench/RESULTS.md "check.lua readable" has what it costs)
     [5..] the strings the numbers name by ARGV index (STRING_OFFSET): usage bases (KeyLayout.usage_base:
@@ -53,6 +53,9 @@ from apps.engine.types import MAX_WAIT_MS
 
 STRING_OFFSET = 4  # the strings start after ARGV[4]: a string's ARGV index is its position (from 1) + 4
 ATOMIC, INDEPENDENT = "a", "i"
+# Atomic, then refused whole whatever it finds, saving nothing: a Redis Cluster slot of an atomic batch that
+# another slot refused reports what it sees and the wait its part of the batch needs (store/atomic_slots.py).
+LOOK_ONLY = "l"
 NOT_DURABLE, RECORDED, REBUILT = 0, 1, 2
 REPLAYED = -1  # the first number of an item's answer replayed from a stored decision
 NEEDS_SEED = -2  # the first number of the script's answer when it asks for seeds
@@ -157,9 +160,10 @@ SHARED = {
 def lua_names() -> dict[str, str]:
     """The names check.lua reads by, each with the Lua literal the assembler puts in its place: per group, each
     field's offset from the group's first number (HEAD from 1: N[HEAD_ITEM_COUNT]) and <GROUP>_SIZE, the count of
-    numbers a group takes; then SHARED and ATOMIC. Put in place rather than declared as locals: a local of the main
-    chunk that a phase function uses is one more upvalue to find each time the function is made, on every call
-    (with these as locals a check cost ~60k more Redis instructions, bench/RESULTS.md "check.lua readable")."""
+    numbers a group takes; then SHARED, ATOMIC and LOOK_ONLY. Put in place rather than declared as locals: a local
+    of the main chunk that a phase function uses is one more upvalue to find each time the function is made, on
+    every call (with these as locals a check cost ~60k more Redis instructions, bench/RESULTS.md "check.lua
+    readable")."""
     names: dict[str, str] = {}
     for prefix, group in GROUPS:
         base = 1 if prefix == "HEAD" else 0
@@ -168,4 +172,5 @@ def lua_names() -> dict[str, str]:
         names[f"{prefix}_SIZE"] = str(len(fields))
     names |= {name: str(value) for name, value in SHARED.items()}
     names["ATOMIC"] = f"'{ATOMIC}'"
+    names["LOOK_ONLY"] = f"'{LOOK_ONLY}'"
     return names

@@ -155,7 +155,7 @@ class _Reader:
 
 def describe(call: CallRead) -> list[str]:
     """Lines naming every argument of `call`: the header, each definition, item and log entry by field."""
-    mode = {"a": "atomic", "i": "independent"}.get(call.mode, "?")
+    mode = {"a": "atomic", "i": "independent", "l": "look"}.get(call.mode, "?")
     now = call.now or "'' (Redis TIME)"
     lines = [f"now: {now}   mode: {call.mode} ({mode})   usage index base: {call.index_base}"]
     lines += [f"KEYS[{n}] {key}" for n, key in enumerate(call.keys, 1)]
