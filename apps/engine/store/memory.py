@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from apps.engine.clock import Clock, SystemClock
 from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, LogEntry, default_instance
@@ -30,7 +30,7 @@ from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms
 from apps.engine.types import BatchMode, CheckItem, Decision, SeedRequest
 
 SWEEP_EVERY = 1000
-Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
+Seeder = Callable[[Sequence[SeedRequest]], Sequence[History | Sequence[str]]]  # as RedisStore's
 
 
 class MemoryStore(MemoryLeases, MemoryTools):
@@ -148,7 +148,7 @@ class MemoryStore(MemoryLeases, MemoryTools):
         histories = self._seeder([request for _, request in wanted.values()]) if self._seeder else []
         for (key, (limit, _)), history in zip(wanted.items(), histories, strict=True):
             params = limit.params(now)
-            state = rebuild(limit.spec, params, history, now)
+            state = rebuild(limit.spec, params, cast(History, history), now)  # durable counters only here
             if state is None:
                 continue
             expires = ALGORITHMS[limit.spec.algorithm].model.expires_at(state, params, now)

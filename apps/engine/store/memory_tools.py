@@ -12,7 +12,7 @@ from apps.engine.lease_terms import MAX_RESYNC_CHANGES
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.reference.base import Params
 from apps.engine.registry import LEASE_SET_MODEL as LEASES
-from apps.engine.types import CheckItem, ResyncTooLarge
+from apps.engine.types import CheckItem, Resynced, ResyncTooLarge
 
 
 class MemoryTools:
@@ -58,7 +58,7 @@ class MemoryTools:
             now = self._clock.now_ms()
             return sum(len(LEASES.live(self._read(key, now), now)) for key in keys)
 
-    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> int:
+    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> Resynced:
         """See Store.allocations_set (the lease set model's resync)."""
         key = self._layout.counter_keys(limit, item)[0]
         with self._lock:
@@ -68,4 +68,6 @@ class MemoryTools:
                 raise ResyncTooLarge
             synced = LEASES.resync(state, now, held, owner)
             self._store(key, synced, LEASES.expires_at(synced, Params(0, 0, 0), now), now)
-            return len(LEASES.owned(LEASES.allocations(state, now), owner))
+            before = len(LEASES.owned(LEASES.allocations(state, now), owner))
+            now_held = tuple(LEASES.owned(LEASES.allocations(synced, now), owner))
+            return Resynced(before, self._layout.counter_id(key), now_held)

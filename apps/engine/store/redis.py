@@ -45,10 +45,19 @@ from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
 from apps.engine.store.shaped import ShapedChecks
 from apps.engine.store.stored_decisions import row_decision, stored_outcome
 from apps.engine.store.warm import WarmWriter
-from apps.engine.types import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, SeedRequest
+from apps.engine.types import (
+    BatchMode,
+    CheckItem,
+    Decision,
+    IdempotencyKeyReused,
+    LimitResult,
+    Resynced,
+    SeedRequest,
+)
 
 # Answers, per request, the counter's records since the look-back start: (bucket start ms, amount) pairs.
-Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
+# A lease set's answer is its allocations' members (store/seeds.py).
+Seeder = Callable[[Sequence[SeedRequest]], Sequence[History | Sequence[str]]]
 MAX_SEED_CALLS = 3
 
 
@@ -150,7 +159,7 @@ class RedisStore(RedisOperatorTools):
         """Give a lease back in one round trip (see Store.lease_release; store/sessions.py)."""
         self._leases.release(lease_id)
 
-    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> int:
+    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> Resynced:
         """See Store.allocations_set: one round trip (allocations.lua)."""
         return self._leases.allocations_set(self._layout.counter_keys(limit, item)[0], item.customer, held)
 

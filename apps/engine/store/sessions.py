@@ -35,7 +35,7 @@ from apps.engine.lease_terms import FOREVER, MAX_RESYNC_CHANGES
 from apps.engine.reference.base import Params
 from apps.engine.registry import LEASE_CLOCKS, LEASE_SET, LEASE_SET_MODEL
 from apps.engine.store.plan import ItemPlan
-from apps.engine.types import ResyncTooLarge, SessionTimeSpent
+from apps.engine.types import Resynced, ResyncTooLarge, SessionTimeSpent
 
 SESSION_MS = "session_ms"  # the usage field
 RENEWED, UNKNOWN, SPENT = 1, 0, 2  # the first number of lease_renew.lua's answer
@@ -94,13 +94,15 @@ class RedisLeases:
             keys, logging = self._keys(key, member)
             self._release(keys=keys, args=[member, self._now(), *logging])
 
-    def allocations_set(self, key: str, customer: str, held: int) -> int:
+    def allocations_set(self, key: str, customer: str, held: int) -> Resynced:
         """See Store.allocations_set, on lease set `key` (allocations.lua)."""
         owner = lease_owner_part(customer)
-        before = int(self._allocations(keys=[key], args=[self._now(), held, owner, MAX_RESYNC_CHANGES]))
+        answer = self._allocations(keys=[key], args=[self._now(), held, owner, MAX_RESYNC_CHANGES])
+        before = int(answer[0])
         if before < 0:
             raise ResyncTooLarge
-        return before
+        members = tuple(m.decode() if isinstance(m, bytes) else str(m) for m in answer[1:])
+        return Resynced(before, self._layout.counter_id(key), members)
 
     def _keys(self, key: str, member: str) -> tuple[list[str], list[str | int]]:
         """KEYS of the scripts (set, record, log stream when logging) and ARGV's logging tail (instance, cap)."""
