@@ -242,5 +242,27 @@ ALLOCATIONS_GET: dict[str, Any] = {
     "description": "The allocations of a concurrency limit kept for the customer (PostgreSQL's durable copy, from "
     "which Redis is rebuilt after a loss): per counter (one per resource when the limit is keyed by it) how many are "
     "held and when the service last resynced them (`resynced_at`, null when never). 404 `unknown_limit` as for PUT.",
-    "responses": {**error_responses(*EVERY_ENDPOINT), 200: serializers.AllocationSetsSerializer},
+    "examples": [
+        OpenApiExample(
+            "Two allocations, resynced this morning",
+            value={
+                "customer": "acct-1",
+                "limit": "streams-per-account",
+                "counters": [
+                    {
+                        "counter": "c:{c=acct-1}:cc:streams-per-account:c=acct-1",
+                        "held": 2,
+                        "resynced_at": "2026-11-29T08:00:00Z",
+                    }
+                ],
+            },
+            response_only=True,
+            status_codes=["200"],
+        ),
+    ],
+    "responses": {
+        **error_responses(*EVERY_ENDPOINT),
+        404: ALLOCATIONS["responses"][404],
+        200: serializers.AllocationSetsSerializer,
+    },
 }

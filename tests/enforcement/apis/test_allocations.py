@@ -10,7 +10,9 @@ import pytest
 
 from apps.apikeys.services import api_key_create
 from apps.enforcement.counters.guarded_store import engine_store_use
+from apps.enforcement.counters.seeding import usage_seeds
 from apps.enforcement.models import Allocation, AllocationSet
+from apps.engine import MemoryStore
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm
 from tests.api_fixtures import client_with
@@ -149,3 +151,30 @@ def test_an_operation_with_session_time_refuses_allocations(api, streams) -> Non
     refused = allocate(api)
     assert refused.status_code == 400
     assert list(refused.json()["error"]["fields"]) == ["ttl_s"]
+
+
+def test_the_admin_lists_each_allocation_set_with_its_last_resync(admin_client, api, streams) -> None:
+    allocate(api)
+    allocate(api, customer="acct-2")
+    resync(api, 2)
+
+    response = admin_client.get("/admin/enforcement/allocationset/")
+
+    rows = {row.customer: (row.held_count, row.resynced_at) for row in response.context["cl"].result_list}
+    assert rows["acct-1"] == (2, AllocationSet.objects.get(customer="acct-1").resynced_at)
+    assert rows["acct-1"][1] is not None
+    assert rows["acct-2"] == (1, None)  # never resynced
+    assert "resynced at" in response.content.decode().lower()
+
+
+def test_the_embedded_store_restarted_keeps_the_allocations(streams, service_key) -> None:
+    """make run's in-process store: a restarted process starts empty and rebuilds the sets from PostgreSQL."""
+    api = client_with(service_key)
+    engine_store_use(MemoryStore(key_prefix="embedded", seeder=usage_seeds))
+    try:
+        held = [allocate(api).status_code for _ in range(3)]
+        engine_store_use(MemoryStore(key_prefix="embedded", seeder=usage_seeds))  # the process restarted
+
+        assert [*held, allocate(api).status_code] == [201, 201, 201, 429]
+    finally:
+        engine_store_use(None)

@@ -20,7 +20,7 @@ from tests.api_fixtures import client_with
 from tests.limits.factories import LimitFactory, OperationFactory
 from tests.servers import RedisServer
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # a Redis server of its own, killed and restarted
 QUANTITY = 3
 SET_MATCH = "qp:c:*:cc:*"
 
