@@ -37,6 +37,8 @@ from apps.enforcement.counters.warm_specs import CounterSpecs
 from apps.enforcement.leases.durable import allocations_per_counter
 from apps.engine import Store
 from apps.engine.key_text import enc
+from apps.engine.keys import limit_name_of
+from apps.engine.registry import LEASE_SET
 from apps.engine.store.seeds import allocations_text, seed_text
 from apps.engine.store.warm import Chunk, Rebuilt, WarmWriter
 from apps.limits.snapshot_holder import snapshot_current
@@ -139,8 +141,17 @@ class _Run:
                 self.counted["unmatched"] += 1
                 continue
             self._add(tag, Rebuilt(counter, seed_text(resolved[0], resolved[1], history, self.now)))
-        # The lease sets' allocations, kept in PostgreSQL: held until released, whatever limit holds them now.
+        # The lease sets' allocations, kept in PostgreSQL: held until released, on the concurrency limits still there.
+        lease_limits = {
+            limit.name
+            for limits in self.specs.snapshot.limits_by_operation.values()
+            for limit in limits
+            if limit.algorithm == LEASE_SET.name
+        }
         for counter, members in allocations_per_counter():
+            if limit_name_of(counter) not in lease_limits:
+                self.counted["unmatched"] += 1
+                continue
             tag = self._tag(counter)
             if tag is not None:
                 self._add(tag, Rebuilt(counter, allocations_text(members)))

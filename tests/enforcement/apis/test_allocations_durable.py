@@ -4,12 +4,16 @@ production seeder, and Redis's own clock throughout (no test clock)."""
 
 from __future__ import annotations
 
+import json
 import signal
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 import redis
 
+from apps.apikeys.services import api_key_create
 from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.enforcement.counters.seeding import usage_seeds
 from apps.enforcement.counters.warm_up import counters_warm
@@ -17,10 +21,12 @@ from apps.enforcement.models import Allocation
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm
 from tests.api_fixtures import client_with
+from tests.apikeys.factories import ServiceFactory
 from tests.limits.factories import LimitFactory, OperationFactory
 from tests.servers import RedisServer
+from tests.support.live_server import LiveServer
 
-pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # a Redis server of its own, killed and restarted
+pytestmark = pytest.mark.slow  # a Redis server of its own, killed and restarted
 QUANTITY = 3
 SET_MATCH = "qp:c:*:cc:*"
 
@@ -70,6 +76,7 @@ def restart_empty(server: RedisServer, client: redis.Redis) -> None:
     assert client.dbsize() == 0
 
 
+@pytest.mark.django_db
 def test_three_held_then_redis_restarted_empty_still_refuses_a_fourth(own_redis, api) -> None:
     server, client = own_redis
     held = [allocate(api) for _ in range(QUANTITY)]
@@ -93,6 +100,7 @@ def test_three_held_then_redis_restarted_empty_still_refuses_a_fourth(own_redis,
     assert [allocate(api).status_code for _ in range(2)] == [201, 429]
 
 
+@pytest.mark.django_db
 def test_the_warm_up_rebuilds_the_allocations_before_it_marks_redis_warm(own_redis, api) -> None:
     server, client = own_redis
     assert [allocate(api).status_code for _ in range(QUANTITY)] == [201] * QUANTITY
@@ -108,6 +116,7 @@ def test_the_warm_up_rebuilds_the_allocations_before_it_marks_redis_warm(own_red
     assert allocate(api).status_code == 429
 
 
+@pytest.mark.django_db
 def test_a_resync_after_the_loss_is_kept_and_survives_the_next_loss(own_redis, api) -> None:
     server, client = own_redis
     allocate(api)
@@ -119,3 +128,51 @@ def test_a_resync_after_the_loss_is_kept_and_survives_the_next_loss(own_redis, a
 
     assert [allocate(api).status_code for _ in range(2)] == [201, 429]
     assert Allocation.objects.count() == QUANTITY
+
+
+def call(server: LiveServer, key: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(  # noqa: S310 - loopback
+        f"{server.url}{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        method=method,
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+            raw = response.read()
+            return response.status, json.loads(raw) if raw else {}
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_server_keeps_three_held_across_an_empty_redis_restart(key_prefix, tmp_path) -> None:
+    """gunicorn with two workers on its own Redis, SIGKILLed and restarted empty (what issue 26 measured: before, a
+    4th was admitted)."""
+    LimitFactory(
+        name="streams", operation=OperationFactory(name="CreateStream"), algorithm=Algorithm.CONCURRENCY,
+        quantity=QUANTITY, period_seconds=None, key_by=["customer"],
+    )  # fmt: skip
+    key = api_key_create(service=ServiceFactory()).secret
+    body = {"customer": "acct-1", "operation": "CreateStream", "ttl_s": None}
+    redis_server = RedisServer().start()
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        env = {"QUOTA_REDIS_TIMEOUT_MS": "2000"}  # no timeouts on a busy machine: every answer comes from Redis
+        with LiveServer(tmp_path, redis_url=redis_server.url, key_prefix=key_prefix, workers=2, **env) as server:
+            before = [call(server, key, "POST", "/api/v1/leases", body) for _ in range(QUANTITY + 1)]
+            restart_empty(redis_server, client)
+            after = [call(server, key, "POST", "/api/v1/leases", body) for _ in range(2)]
+            released = call(server, key, "DELETE", f"/api/v1/leases/{before[0][1]['lease_id']}")
+            again = [call(server, key, "POST", "/api/v1/leases", body) for _ in range(2)]
+            (counter,) = call(server, key, "GET", "/api/v1/customers/acct-1/allocations/streams")[1]["counters"]
+    finally:
+        client.close()
+        redis_server.cleanup()
+
+    assert [status for status, _ in before] == [201] * QUANTITY + [429]
+    assert [status for status, _ in after] == [429, 429]
+    assert not any(answer.get("degraded") for _, answer in before + after)
+    assert released[0] == 204
+    assert [status for status, _ in again] == [201, 429]
+    assert (counter["held"], counter["resynced_at"]) == (QUANTITY, None)
