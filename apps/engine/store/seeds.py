@@ -24,7 +24,10 @@ def seed_text(spec: LimitSpec, params: Params, history: History | Sequence[str],
     """What check.lua writes for a counter of `spec` rebuilt at `now` from `history` (a lease set's: its allocations'
     members); ValueError when the algorithm is neither durable nor the lease set."""
     if spec.entry.lease_set is not None:
-        return allocations_text([str(member) for member in history])
+        members = list(history)
+        if not all(isinstance(member, str) for member in members):
+            raise ValueError("a lease set is rebuilt from its allocations' members, not from records")
+        return allocations_text(cast(list[str], members))
     durability = durability_of(spec)
     state = rebuild(spec, params, cast(History, history), now)
     if state is not None and durability.live is not None:
