@@ -121,6 +121,8 @@ def test_a_customer_bound_key_may_resync_only_its_own_customer(streams, engine) 
     refused = resync(bound, 1, customer="acct-1")
     assert refused.status_code == 403
     assert refused.json()["error"]["code"] == "forbidden_customer"
+    assert bound.get("/api/v1/customers/acct-7/allocations/streams").status_code == 200
+    assert bound.get("/api/v1/customers/acct-1/allocations/streams").status_code == 403  # nor read another's
 
 
 @pytest.mark.parametrize(
