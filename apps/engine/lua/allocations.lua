@@ -11,11 +11,23 @@
 -- "<owner>.s<now>.<n>" (the smallest n from 1 not held already); extra ones are dropped, placeholders first, then the
 -- owner's other allocations, the greatest member first. The set then has no TTL while it holds an allocation, else
 -- lives until its last lease expires.
+-- A set Redis lost is rebuilt first, as check.lua's seeds phase rebuilds one (store/seeds.py), so "before" counts
+-- what was held and lease ids from before the loss still name their allocations: ARGV[5] '' = the caller keeps no
+-- allocations (nothing asked); '?' = ask when the set is missing and KEYS[2], the epoch's warm mark (keys.py), is
+-- not there; "0|<member>,..." = the kept allocations, written while the set is still missing.
 -- Returns {how many allocations the owner held before, the owner's allocations now...} (the caller keeps them in
 -- PostgreSQL, from where a set Redis lost is rebuilt); {-1} (and writes nothing) when the call would add or drop
--- more than ARGV[4].
+-- more than ARGV[4]; {-2} (and writes nothing) when the set must be rebuilt first: the caller sends its seed.
 local now = read_now(ARGV[1])
 local held, owner, most, key = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]), KEYS[1]
+local seed = ARGV[5] or ''
+if seed ~= '' and call('EXISTS', key) == 0 then
+  if seed == '?' then
+    if not call('GET', KEYS[2]) then return {-2} end  -- cold: the set may have been lost
+  else
+    for member in string.gmatch(match(seed, '^%d+|(.*)$'), '[^,]+') do call('ZADD', key, FOREVER_TEXT, member) end
+  end
+end
 local head = owner .. '.'
 call('ZADD', key, FOREVER_TEXT, head)
 local rank = call('ZRANK', key, head)

@@ -32,6 +32,7 @@ from apps.engine.durability import History
 from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.name_budget import RedisNameBudget
+from apps.engine.reference.base import Params
 from apps.engine.store.answers import answer_code, answer_now
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Outcome
@@ -160,8 +161,19 @@ class RedisStore(RedisOperatorTools):
         self._leases.release(lease_id)
 
     def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> Resynced:
-        """See Store.allocations_set: one round trip (allocations.lua)."""
-        return self._leases.allocations_set(self._layout.counter_keys(limit, item)[0], item.customer, held)
+        """See Store.allocations_set: one round trip (allocations.lua); two when the set is missing while the epoch
+        is cold: it is rebuilt from the seeder's kept allocations first, as a check rebuilds it."""
+        key = self._layout.counter_keys(limit, item)[0]
+        if self._seeder is None:
+            return self._leases.allocations_set(key, item.customer, held)
+        counter, seeder = self._layout.counter_id(key), self._seeder
+
+        def kept() -> str:
+            (members,) = seeder([SeedRequest(limit, item, counter, 0, self._hint.now_ms())])
+            return seed_text(limit, Params(0, 0, 0), members, 0)
+
+        warm_key = self._layout.warm_key(self.warm_writer().tag_of(key))
+        return self._leases.allocations_set(key, item.customer, held, kept, warm_key)
 
     def usage_minutes(self) -> list[int]:
         """Minutes with usage waiting (see Store.usage_minutes)."""

@@ -39,6 +39,7 @@ from apps.engine.types import Resynced, ResyncTooLarge, SessionTimeSpent
 
 SESSION_MS = "session_ms"  # the usage field
 RENEWED, UNKNOWN, SPENT = 1, 0, 2  # the first number of lease_renew.lua's answer
+NEEDS_KEPT = -2  # allocations.lua's answer when the set must be rebuilt from the kept allocations first
 
 
 def lua(*names: str) -> str:
@@ -94,10 +95,16 @@ class RedisLeases:
             keys, logging = self._keys(key, member)
             self._release(keys=keys, args=[member, self._now(), *logging])
 
-    def allocations_set(self, key: str, customer: str, held: int) -> Resynced:
-        """See Store.allocations_set, on lease set `key` (allocations.lua)."""
+    def allocations_set(
+        self, key: str, customer: str, held: int, kept: Callable[[], str] | None = None, warm_key: str = ""
+    ) -> Resynced:
+        """See Store.allocations_set, on lease set `key` (allocations.lua). kept: the set's seed (store/seeds.py),
+        asked only when the set is missing while the epoch's warm mark `warm_key` is not there; None: never asked."""
         owner = lease_owner_part(customer)
-        answer = self._allocations(keys=[key], args=[self._now(), held, owner, MAX_RESYNC_CHANGES])
+        keys, seed = ([key, warm_key], "?") if kept is not None else ([key], "")
+        answer = self._allocations(keys=keys, args=[self._now(), held, owner, MAX_RESYNC_CHANGES, seed])
+        if int(answer[0]) == NEEDS_KEPT and kept is not None:
+            answer = self._allocations(keys=keys, args=[self._now(), held, owner, MAX_RESYNC_CHANGES, kept()])
         before = int(answer[0])
         if before < 0:
             raise ResyncTooLarge

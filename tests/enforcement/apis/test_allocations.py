@@ -178,5 +178,7 @@ def test_the_embedded_store_restarted_keeps_the_allocations(streams, service_key
         engine_store_use(MemoryStore(key_prefix="embedded", seeder=usage_seeds))  # the process restarted
 
         assert [*held, allocate(api).status_code] == [201, 201, 201, 429]
+        engine_store_use(MemoryStore(key_prefix="embedded", seeder=usage_seeds))  # and again, then a resync first
+        assert resync(api, 2).json()["previous"] == 3
     finally:
         engine_store_use(None)

@@ -117,17 +117,20 @@ def test_the_warm_up_rebuilds_the_allocations_before_it_marks_redis_warm(own_red
 
 
 @pytest.mark.django_db
-def test_a_resync_after_the_loss_is_kept_and_survives_the_next_loss(own_redis, api) -> None:
+def test_a_resync_after_the_loss_counts_what_was_held_and_survives_the_next_loss(own_redis, api) -> None:
     server, client = own_redis
-    allocate(api)
+    first = allocate(api).json()["lease_id"]
     restart_empty(server, client)
 
     resynced = api.put("/api/v1/customers/acct-1/allocations/streams", {"held": 2}, format="json")
     assert resynced.status_code == 200
+    assert resynced.json()["previous"] == 1  # the set was rebuilt before the resync counted it
     restart_empty(server, client)
 
     assert [allocate(api).status_code for _ in range(2)] == [201, 429]
     assert Allocation.objects.count() == QUANTITY
+    assert api.delete(f"/api/v1/leases/{first}").status_code == 204  # still named: kept through both losses
+    assert allocate(api).status_code == 201
 
 
 def call(server: LiveServer, key: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
