@@ -12,6 +12,7 @@ from django.urls import reverse
 from apps.alerts.models import AlertEvent, AlertRule, JobOutcome
 from apps.apikeys.models import ApiKey, Service
 from apps.customers.models import Customer, Plan
+from apps.enforcement.models import AllocationSet
 from apps.history.models import ChangeEvent
 from apps.limits.models import AccessRule, Limit, Operation, Override
 from apps.quality.models import AuditRun, DecisionEvent, LogCheck
@@ -21,6 +22,7 @@ from apps.usage.models import QuarantinedUsage, UsageDay, UsageHour, UsageMinute
 from tests.alerts.factories import AlertEventFactory, AlertRuleFactory, JobOutcomeFactory
 from tests.apikeys.factories import ApiKeyFactory, ServiceFactory
 from tests.customers.factories import CustomerFactory, PlanFactory
+from tests.enforcement.factories import AllocationSetFactory
 from tests.history.factories import ChangeEventFactory
 from tests.limits.factories import AccessRuleFactory, LimitFactory, OperationFactory, OverrideFactory
 from tests.quality.factories import AuditRunFactory, DecisionEventFactory, LogCheckFactory
@@ -58,6 +60,7 @@ FACTORY_BY_MODEL: dict[type[Model], Any] = {
     AlertRule: AlertRuleFactory,
     AlertEvent: AlertEventFactory,
     JobOutcome: JobOutcomeFactory,
+    AllocationSet: AllocationSetFactory,
 }
 
 

@@ -55,3 +55,37 @@ class RebuildPending(models.Model):
 
     def __str__(self) -> str:
         return f"rebuild {self.counter}"
+
+
+class AllocationSet(models.Model):
+    """One customer's allocations on one concurrency counter (leases acquired with `"ttl_s": null`), kept here as
+    durably as counters: Redis's set is rebuilt from the Allocation rows after a loss (leases/durable.py). Made by
+    the customer's first allocation or resync there; `resynced_at` says when the service last set the count."""
+
+    counter = models.TextField(help_text="The concurrency counter key without the store prefix.")
+    customer = models.CharField(max_length=200, db_index=True)
+    limit = models.CharField(max_length=200, db_index=True)
+    resynced_at = models.DateTimeField(null=True, blank=True, help_text="When the service last resynced the count.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["counter", "customer"], name="allocation_set_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.limit} / {self.customer}"
+
+
+class Allocation(models.Model):
+    """An allocation held: its member in the concurrency set (the lease id's last two parts). Written once Redis
+    admitted it, deleted when it is released, replaced as a set by a resync."""
+
+    counter = models.TextField(help_text="The concurrency counter key without the store prefix.")
+    member = models.CharField(max_length=300)
+    allocation_set = models.ForeignKey(AllocationSet, on_delete=models.CASCADE, related_name="allocations")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["counter", "member"], name="allocation_unique")]
+
+    def __str__(self) -> str:
+        return self.member

@@ -21,6 +21,7 @@ from apps.engine.types import (
     IdempotencyKeyReused,
     InvalidCheck,
     LimitResult,
+    Resynced,
     ResyncTooLarge,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "ManualClock",
     "MemoryStore",
     "ResyncTooLarge",
+    "Resynced",
     "Store",
     "SystemClock",
     "UsageRow",

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from apps.engine.types import MAX_SAFE_INT
 
-# A lease set holding allocations (leases that never expire), and their records, live this long after their
-# last change: the one key with no natural end gets a long TTL refreshed by every write. As long as the epoch
-# key's: the longest-lived key the store writes (keys.py).
+# An allocation's record (what releasing it logs and books) lives this long after its last write; releasing works
+# without it. The lease set holding allocations has no TTL: allocations never lapse while held (their number is
+# bounded by the limit's quantity, and PostgreSQL keeps a copy the set is rebuilt from after a Redis loss).
 ALLOCATION_TTL_MS = 7 * 86_400_000
 FOREVER = MAX_SAFE_INT  # an allocation's expiry (exact in Lua too)
 # The most allocations one resync adds or drops: its Redis work (allocations.lua, ~3 µs a member) stays a few ms.

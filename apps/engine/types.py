@@ -49,6 +49,16 @@ class ResyncTooLarge(Exception):
     bounded: lease_terms.MAX_RESYNC_CHANGES). Nothing was written."""
 
 
+@dataclass(frozen=True, slots=True)
+class Resynced:
+    """What an allocation resync did: how many allocations the customer held before, the counter (its key without
+    the store prefix, as the allocations' durable copy names it) and the customer's allocations now (members)."""
+
+    before: int
+    counter: str
+    members: tuple[str, ...]
+
+
 class IdempotencyKeyReused(Exception):
     """A request id remembered (or repeated earlier in the same batch) for a check with other parameters.
 

@@ -1,4 +1,4 @@
-"""Allocations on both stores: held until released, resynchronized, and every key still has a TTL."""
+"""Allocations on both stores: held until released (a set holding one has no TTL), and resynchronized."""
 
 from __future__ import annotations
 
@@ -39,9 +39,12 @@ def test_an_allocation_is_held_until_released(store: Store, clock: ManualClock) 
 def test_resync_answers_the_count_before_and_sets_it(store: Store) -> None:
     store.lease_acquire(ITEM, STREAMS, None)
 
-    assert store.allocations_set(ITEM, STREAMS, 2) == 1
+    raised = store.allocations_set(ITEM, STREAMS, 2)
+    assert raised.before == 1
+    assert len(raised.members) == 2
+    assert raised.counter.startswith("c:{c=acct-1}:cc:")
     assert not store.check(ITEM, [STREAMS]).allowed
-    assert store.allocations_set(ITEM, STREAMS, 0) == 2
+    assert store.allocations_set(ITEM, STREAMS, 0) == type(raised)(2, raised.counter, ())
     assert store.check(ITEM, [STREAMS]).allowed
 
 
@@ -50,18 +53,28 @@ def test_an_allocation_cannot_count_session_time(store: Store) -> None:
         store.lease_acquire(ITEM, STREAMS, None, [SESSIONS])
 
 
-def test_allocation_keys_live_a_week_after_their_last_change(redis_client: redis.Redis, key_prefix: str) -> None:
-    store = RedisStore(redis_client, key_prefix, clock=ManualClock(1_767_225_600_000))
+def test_a_set_holding_an_allocation_has_no_ttl_whatever_touches_it(redis_client: redis.Redis, key_prefix: str) -> None:
+    """Redis's own TTLs, not the test clock: the set never lapses while it holds an allocation, whether touched by an
+    acquire, a refused acquire, a renewal or a resync; a set of leases that expire keeps a TTL; records keep theirs."""
+    store = RedisStore(redis_client, key_prefix)  # Redis server time
     _, lease_id, _ = store.lease_acquire(ITEM, STREAMS, None)
-    store.lease_acquire(ITEM, STREAMS, 30)
     assert lease_id is not None
+    (key,) = redis_client.scan_iter(match=f"{key_prefix}:c:*")
+    assert redis_client.pttl(key) == -1
+    store.lease_acquire(ITEM, STREAMS, 30)
+    assert redis_client.pttl(key) == -1
+    assert not store.lease_acquire(ITEM, STREAMS, None)[0].allowed
+    assert redis_client.pttl(key) == -1
     store.lease_renew(lease_id, 30)
-    store.allocations_set(ITEM, STREAMS, 2)
+    assert redis_client.pttl(key) == -1
+    store.allocations_set(ITEM, STREAMS, 1)
+    assert redis_client.pttl(key) == -1
+    records = list(redis_client.scan_iter(match=f"{key_prefix}:l:*"))
+    assert records
+    assert all(0 < redis_client.pttl(record) <= ALLOCATION_TTL_MS + 60_000 for record in records)  # lib.lua's slack
 
-    keys = list(redis_client.scan_iter(match=f"{key_prefix}*"))
-    ttls = [redis_client.pttl(key) for key in keys]
-    assert len(keys) >= 3  # the set, the allocation's record, the lease's record (and usage)
-    assert all(0 < ttl <= ALLOCATION_TTL_MS + 1_000 for ttl in ttls)
+    store.allocations_set(ITEM, STREAMS, 0)  # only the lease that expires is left: the set lapses with it
+    assert 0 < redis_client.pttl(key) <= 30_000 + 60_000
 
 
 SHARED = LimitSpec("pool", "concurrency", 50, key_by=())
@@ -72,9 +85,9 @@ def test_a_resync_moves_only_the_named_customers_allocations_on_a_shared_counter
     held_by_other = [store.lease_acquire(other, SHARED, None)[1] for _ in range(3)]
     store.lease_acquire(mine, SHARED, None)
 
-    assert store.allocations_set(mine, SHARED, 5) == 1
-    assert store.allocations_set(mine, SHARED, 0) == 5
-    assert store.allocations_set(other, SHARED, 3) == 3  # untouched by acct-1's resyncs
+    assert store.allocations_set(mine, SHARED, 5).before == 1
+    assert store.allocations_set(mine, SHARED, 0).before == 5
+    assert store.allocations_set(other, SHARED, 3).before == 3  # untouched by acct-1's resyncs
     assert store.check(mine, [SHARED]).limits[0].remaining == 50 - 3
     assert all(lease_id is not None for lease_id in held_by_other)
 
@@ -86,7 +99,7 @@ def test_a_resync_adding_or_dropping_too_many_at_once_writes_nothing(store: Stor
     with pytest.raises(ResyncTooLarge):
         store.allocations_set(ITEM, big, 2 * MAX_RESYNC_CHANGES + 1)
 
-    assert store.allocations_set(ITEM, big, MAX_RESYNC_CHANGES) == MAX_RESYNC_CHANGES
+    assert store.allocations_set(ITEM, big, MAX_RESYNC_CHANGES).before == MAX_RESYNC_CHANGES
 
 
 OWNERS = ["acct-1", "acct-2", "acct-10"]  # b64 names that share leading characters too
@@ -120,7 +133,7 @@ def test_resyncs_acquires_and_releases_agree_between_lua_and_the_reference_model
         answers = []
         for store, held in zip(stores, leases, strict=True):
             if action == "resync":
-                answers.append(store.allocations_set(item, SHARED, number))
+                answers.append(store.allocations_set(item, SHARED, number).before)
             elif action == "acquire":
                 decision, lease_id, _ = store.lease_acquire(item, SHARED, None if number % 2 else 60)
                 held.extend([lease_id] if lease_id else [])

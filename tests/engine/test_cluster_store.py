@@ -119,6 +119,24 @@ def test_a_master_emptied_of_its_data_rebuilds_durable_counters_from_their_recor
     assert [store.check(item, [MINUTE]).allowed for _ in range(3)] == [True, True, False]
 
 
+def test_a_master_emptied_of_its_data_rebuilds_the_allocations_it_held(cluster_client: Any, prefix: str) -> None:
+    kept: dict[str, list[str]] = {}  # what PostgreSQL keeps (apps/enforcement/leases/durable.py), per counter
+    store = Tallied(ClusterStore(cluster_client, prefix, seeder=lambda asked: [kept.get(r.counter, []) for r in asked]))
+    streams, item = LimitSpec("streams", "concurrency", 3, key_by=("customer",)), CheckItem("acct-kept", "CreateStream")
+    first = store.lease_acquire(item, streams, None)[1]
+    assert first is not None
+    held = store.allocations_set(item, streams, 3)
+    kept[held.counter] = list(held.members)
+    node = cluster_client.get_node_from_key("{c=acct-kept}")
+    cluster_client.flushall(target_nodes=node)  # the node's data is gone, its epoch and warm mark with it
+
+    assert not store.lease_acquire(item, streams, None)[0].allowed  # the set was rebuilt before deciding
+    (key,) = [key for key in keys_under(cluster_client, prefix) if b":cc:" in key]
+    assert cluster_client.pttl(key) == -1
+    store.lease_release(first)  # an id from before the loss still names its allocation
+    assert store.lease_acquire(item, streams, None)[0].allowed
+
+
 @pytest.mark.race
 def test_exactly_the_limit_is_admitted_by_two_processes_of_threads(redis_cluster: Any, prefix: str) -> None:
     spec = LimitSpec("hot", "fixed_window", 50, period_s=60, key_by=("customer",))

@@ -262,8 +262,14 @@ class EngineComparison(RuleBasedStateMachine):
         if self.algorithm != "concurrency":
             return
         item = self.item(customer, 1)
-        before = self.memory.allocations_set(item, self.spec, held)
-        assert self.redis.allocations_set(item, self.spec, held) == before
+        expected = self.memory.allocations_set(item, self.spec, held)
+        resynced = self.redis.allocations_set(item, self.spec, held)
+        before = resynced.before
+        assert (before, resynced.counter, len(resynced.members)) == (
+            expected.before,
+            expected.counter,
+            len(expected.members),
+        )
         self.resynced = True
         if held < before:
             self.forgotten |= {index for index, owner in self.allocations.items() if owner == customer}

@@ -45,4 +45,8 @@ def test_an_algorithm_declared_not_durable_refuses_durable_limits_and_rebuilds()
     with pytest.raises(ValueError, match="not durable"):
         rebuild(spec, Params(3, 0, 3), [(0, 1)], 60_000)
     with pytest.raises(ValueError, match="not durable"):
+        seed_text(LimitSpec("t", "session_time", 60, period_s=3600), Params(60, 3_600_000, 60), [(0, 1)], 60_000)
+    # The lease set is rebuilt from its allocations' members (PostgreSQL keeps them), never from records.
+    with pytest.raises(ValueError, match="members, not from records"):
         seed_text(spec, Params(3, 0, 3), [(0, 1)], 60_000)
+    assert seed_text(spec, Params(3, 0, 3), ["YQ.1", "YQ.2"], 60_000) == "0|YQ.1,YQ.2"

@@ -1,4 +1,5 @@
-"""Seeds for durable counters that Redis lost: their records in PostgreSQL (CounterRecord).
+"""Seeds for durable counters that Redis lost: their records in PostgreSQL (CounterRecord); for a lease set, the
+allocations PostgreSQL keeps (leases/durable.py).
 
 RedisStore asks only after a data loss (its epoch key was gone), once per durable counter whose look-back
 began before the loss; the engine rebuilds the counter from the records (apps/engine/durability.py). What
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from django.db import DatabaseError, connection
 
 from apps.enforcement.counters.warm_up import warm_up_wanted
+from apps.enforcement.leases.durable import allocations_of
 from apps.engine.durability import History
 from apps.engine.types import SeedRequest
 from apps.usage.selectors import counter_history
@@ -25,12 +27,20 @@ from apps.usage.selectors import counter_history
 logger = logging.getLogger(__name__)
 
 
-def usage_seeds(requests: Sequence[SeedRequest]) -> list[History]:
-    """Each request's counter records from its look-back start; none for all if PostgreSQL fails. A check asking
-    means its epoch is not warm yet: a warm-up is asked for too (warm_up.py)."""
+def usage_seeds(requests: Sequence[SeedRequest]) -> list[History | list[str]]:
+    """Each request's counter records from its look-back start (a lease set's: its kept allocations,
+    leases/durable.py); none for all if PostgreSQL fails. A check asking means its epoch is not warm yet: a warm-up
+    is asked for too (warm_up.py)."""
     warm_up_wanted([r.counter for r in requests])
     try:
-        return [counter_history(counter=r.counter, since_ms=r.since_ms, now_ms=r.now_ms) for r in requests]
+        sets = [r.counter for r in requests if r.spec.entry.lease_set is not None]
+        kept = dict(zip(sets, allocations_of(sets), strict=True)) if sets else {}
+        return [
+            kept[r.counter]
+            if r.counter in kept
+            else counter_history(counter=r.counter, since_ms=r.since_ms, now_ms=r.now_ms)
+            for r in requests
+        ]
     except DatabaseError as error:
         # Redis and PostgreSQL lost at once: the counters restart empty, as they would without records.
         logger.warning("Could not rebuild %d lost counter(s) from PostgreSQL: %s", len(requests), error)

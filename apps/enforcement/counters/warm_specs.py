@@ -48,6 +48,10 @@ class CounterSpecs:
                 if limit not in self._by_name[limit.name]:
                     self._by_name[limit.name].append(limit)
 
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
     def resolve(self, counter: str, history: History) -> tuple[LimitSpec, Params] | None:
         """(the durable limit `counter` belongs to, its parameters now), or None when no configured limit uses it."""
         head, rest = counter.split("}:", 1)

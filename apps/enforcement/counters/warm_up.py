@@ -4,8 +4,9 @@ marked warm, so checks stop asking PostgreSQL.
 Without it, after an empty restart the first check of every durable counter of an open window asks its seeder (two
 script calls and a PostgreSQL query), for a whole day on daily quotas. `counters_warm` reads the records of every
 counter whose look-back is still open (CounterRecord.until_ms after now) grouped per counter, finds each counter's
-limit (warm_specs.py), rebuilds it with seed_text (the per-counter seeding's own rebuild), writes the counters in
-chunks, each only while it is missing, and marks the epoch warm last (apps/engine/store/warm.py). From then on
+limit (warm_specs.py), rebuilds it with seed_text (the per-counter seeding's own rebuild), adds every lease set's
+allocations kept in PostgreSQL (leases/durable.py), writes them in chunks, each only while it is missing, and marks
+the epoch warm last (apps/engine/store/warm.py): from then on a missing lease set is an empty one. From then on
 check.lua takes a missing durable counter for a new one: one script call, no PostgreSQL. Until the mark is there the
 per-counter seeding keeps every check right, and a counter it rebuilt (or a check spent on) first is kept.
 counters_reconcile deletes the mark with the epoch it resets, so the next run warms that epoch again.
@@ -33,9 +34,12 @@ from django.db import connection
 
 from apps.common import metrics
 from apps.enforcement.counters.warm_specs import CounterSpecs
+from apps.enforcement.leases.durable import allocations_per_counter
 from apps.engine import Store
 from apps.engine.key_text import enc
-from apps.engine.store.seeds import seed_text
+from apps.engine.keys import limit_name_of
+from apps.engine.registry import LEASE_SET
+from apps.engine.store.seeds import allocations_text, seed_text
 from apps.engine.store.warm import Chunk, Rebuilt, WarmWriter
 from apps.limits.snapshot_holder import snapshot_current
 from apps.usage.models import CounterRecord
@@ -129,22 +133,28 @@ class _Run:
         )
         self._begin(cold)
         for counter, history in _per_counter(self.now):
-            tag = self.writer.tag_of(counter)
-            if tag not in self.warm:
-                self._look([tag])
-                self._begin([tag] if not self.warm[tag] else [])
-            if self.warm[tag] or tag in self.interrupted:
+            tag = self._tag(counter)
+            if tag is None:
                 continue
             resolved = self.specs.resolve(counter, history)
             if resolved is None:
                 self.counted["unmatched"] += 1
                 continue
-            text = seed_text(resolved[0], resolved[1], history, self.now)
-            if not text.endswith("|"):  # "<ttl>|": nothing left in reach, the counter starts empty
-                self.pending.setdefault(tag, []).append(Rebuilt(counter, text))
-                self.pending_count += 1
-                if self.pending_count >= CHUNK:
-                    self._flush()
+            self._add(tag, Rebuilt(counter, seed_text(resolved[0], resolved[1], history, self.now)))
+        # The lease sets' allocations, kept in PostgreSQL: held until released, on the concurrency limits still there.
+        lease_limits = {
+            limit.name
+            for limits in self.specs.snapshot.limits_by_operation.values()
+            for limit in limits
+            if limit.algorithm == LEASE_SET.name
+        }
+        for counter, members in allocations_per_counter():
+            if limit_name_of(counter) not in lease_limits:
+                self.counted["unmatched"] += 1
+                continue
+            tag = self._tag(counter)
+            if tag is not None:
+                self._add(tag, Rebuilt(counter, allocations_text(members)))
         self._flush(marks=True)
         counted = self.counted
         return WarmReport(
@@ -154,6 +164,23 @@ class _Run:
             unmatched=counted["unmatched"],
             interrupted=len(self.interrupted),
         )
+
+    def _tag(self, counter: str) -> str | None:
+        """The tag of `counter` when it is cold (its epoch begun), None when it is warm or was interrupted."""
+        tag = self.writer.tag_of(counter)
+        if tag not in self.warm:
+            self._look([tag])
+            self._begin([tag] if not self.warm[tag] else [])
+        return None if self.warm[tag] or tag in self.interrupted else tag
+
+    def _add(self, tag: str, rebuilt: Rebuilt) -> None:
+        """Write `rebuilt` with the next chunk, unless it holds nothing ("<ttl>|": the counter starts empty)."""
+        if rebuilt.text.endswith("|"):
+            return
+        self.pending.setdefault(tag, []).append(rebuilt)
+        self.pending_count += 1
+        if self.pending_count >= CHUNK:
+            self._flush()
 
     def _look(self, tags: list[str]) -> None:
         found = self.writer.warm_tags(tags)

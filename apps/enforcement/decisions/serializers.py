@@ -182,6 +182,19 @@ class AllocationsSerializer(serializers.Serializer):
     held = serializers.IntegerField(help_text="The allocations held now.")
     previous = serializers.IntegerField(help_text="The allocations held before (leases that expire not included).")
     quantity = serializers.IntegerField(help_text="The limit's quantity for this customer.")
+    resynced_at = serializers.DateTimeField(help_text="When this resync was kept (the allocations' last resync).")
+
+
+class AllocationCounterSerializer(serializers.Serializer):
+    counter = serializers.CharField(help_text="The counter (one per resource when the limit is keyed by it).")
+    held = serializers.IntegerField(help_text="The allocations kept (PostgreSQL's durable copy).")
+    resynced_at = serializers.DateTimeField(allow_null=True, help_text="The last resync; null: never resynced.")
+
+
+class AllocationSetsSerializer(serializers.Serializer):
+    customer = serializers.CharField()
+    limit = serializers.CharField()
+    counters = AllocationCounterSerializer(many=True)
 
 
 class CustomerLimitsQuerySerializer(serializers.Serializer):

@@ -12,23 +12,33 @@ A resync is state the caller reports, not a decision the limit bounds, so it is 
   one resync adds or drops at most MAX_RESYNC_CHANGES (422 resync_too_large), so its Redis work stays a few ms;
 - a key bound to a customer may not resync a limit shared by several customers (403 shared_limit): its
   placeholders would take slots that the others' decisions count, past what an acquire (bounded by the limit) could.
+
+What the resync leaves is kept in PostgreSQL with its time (durable.py: allocations survive a Redis loss, and
+GET on the same path and the admin's allocation sets show when each was last resynced).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
+
+from django.db import DatabaseError
+from django.utils import timezone
 
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.exceptions import NotFound, Unprocessable
 from apps.enforcement.counters.guarded_store import engine_call
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.fallback import StoreUnavailable
-from apps.engine import CheckItem, ResyncTooLarge
+from apps.enforcement.leases.durable import allocation_sets, allocations_resynced
+from apps.engine import CheckItem, Resynced, ResyncTooLarge
 from apps.engine.lease_terms import MAX_RESYNC_CHANGES
 from apps.engine.registry import LEASE_SET
 from apps.limits.resolution import limit_effective
 from apps.limits.snapshot import LimitConfig, Snapshot
+
+logger = logging.getLogger(__name__)
 
 
 def _concurrency_limit(snapshot: Snapshot, customer: str, name: str) -> LimitConfig:
@@ -77,11 +87,11 @@ def allocations_set(
     )
     spec = limit_spec_of(effective)
 
-    def without_store() -> int:
+    def without_store() -> Resynced:
         raise StoreUnavailable("The counter store is unreachable, so the allocations cannot be set now; retry shortly.")
 
     try:
-        before = engine_call(
+        resynced = engine_call(
             lambda store: store.allocations_set(item, spec, held), fallback=without_store, customer=customer
         )
     except ResyncTooLarge:
@@ -91,4 +101,28 @@ def allocations_set(
             code="resync_too_large",
             fields={"held": [f"Within {MAX_RESYNC_CHANGES} of what the customer holds now."]},
         ) from None
-    return {"customer": customer, "limit": limit.name, "held": held, "previous": before, "quantity": effective.quantity}
+    try:
+        kept = allocations_resynced(customer=customer, limit=limit.name, resynced=resynced, at=timezone.now())
+    except DatabaseError as error:
+        # Redis holds the new count; only its durable copy lags. A resync sets a count, so repeating it is safe.
+        logger.warning("Resynced allocations of %s on %s could not be kept in PostgreSQL: %s", customer, limit, error)
+        raise StoreUnavailable(
+            "The allocations were set but could not be recorded durably; repeat the resync shortly."
+        ) from None
+    return {
+        "customer": customer,
+        "limit": limit.name,
+        "held": held,
+        "previous": resynced.before,
+        "quantity": effective.quantity,
+        "resynced_at": kept.resynced_at,
+    }
+
+
+def allocations_get(*, principal: ApiPrincipal, customer: str, limit_name: str, snapshot: Snapshot) -> dict[str, Any]:
+    """What PostgreSQL keeps of `customer`'s allocations on concurrency limit `limit_name`: per counter (one per
+    resource when the limit is keyed by it), how many are held and when the service last resynced them."""
+    principal.authorize(customer)
+    limit = _concurrency_limit(snapshot, customer, limit_name)
+    principal.authorize(customer, limit.operation)
+    return {"customer": customer, "limit": limit.name, "counters": allocation_sets(customer=customer, limit=limit.name)}

@@ -170,7 +170,8 @@ ALLOCATIONS: dict[str, Any] = {
     f"adds or drops at most {MAX_RESYNC_CHANGES} allocations (422 `resync_too_large`: step towards the count). "
     "A key bound to a customer may set only its own, and only on a limit keyed by customer (403 `shared_limit` on "
     "a limit several customers share). 404 `unknown_limit` when no concurrency limit of that name applies to the "
-    "customer.",
+    "customer. Allocations are kept in PostgreSQL too: they never lapse while held, and after a Redis loss they are "
+    "rebuilt before any acquire is decided; `resynced_at` is when this resync was kept.",
     "examples": [
         OpenApiExample(
             "Streams held in the service's database",
@@ -180,7 +181,14 @@ ALLOCATIONS: dict[str, Any] = {
         ),
         OpenApiExample(
             "Set from 13 to 12 (a lost release)",
-            value={"customer": "acct-1", "limit": "streams-per-account", "held": 12, "previous": 13, "quantity": 50},
+            value={
+                "customer": "acct-1",
+                "limit": "streams-per-account",
+                "held": 12,
+                "previous": 13,
+                "quantity": 50,
+                "resynced_at": "2026-11-29T08:00:00Z",
+            },
             response_only=True,
             status_codes=["200"],
         ),
@@ -226,5 +234,36 @@ ALLOCATIONS: dict[str, Any] = {
             ],
         ),
         200: serializers.AllocationsSerializer,
+    },
+}
+
+
+ALLOCATIONS_GET: dict[str, Any] = {
+    "summary": "When a customer's allocations were last resynced",
+    "description": "The allocations of a concurrency limit kept for the customer (PostgreSQL's durable copy, from "
+    "which Redis is rebuilt after a loss): per counter (one per resource when the limit is keyed by it) how many are "
+    "held and when the service last resynced them (`resynced_at`, null when never). 404 `unknown_limit` as for PUT.",
+    "examples": [
+        OpenApiExample(
+            "Two allocations, resynced this morning",
+            value={
+                "customer": "acct-1",
+                "limit": "streams-per-account",
+                "counters": [
+                    {
+                        "counter": "c:{c=acct-1}:cc:streams-per-account:c=acct-1",
+                        "held": 2,
+                        "resynced_at": "2026-11-29T08:00:00Z",
+                    }
+                ],
+            },
+            response_only=True,
+            status_codes=["200"],
+        ),
+    ],
+    "responses": {
+        **error_responses(*EVERY_ENDPOINT),
+        404: ALLOCATIONS["responses"][404],
+        200: serializers.AllocationSetsSerializer,
     },
 }

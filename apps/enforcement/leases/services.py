@@ -7,15 +7,18 @@ A lease is a session: the operation's session_time limits count the time it is h
 refuse to acquire (a 429 decision) and to renew (429 `session_time_spent`, with `retry_after_ms`) once their
 window's time is spent, and usage records the seconds held per minute.
 
-Leases live in Redis only. Every call goes through store.engine_call, so with Redis dead a lease call
-answers as fast as a check does: acquire follows its limits' policies, renew answers 503, release is a no-op
-(the slot frees itself when its TTL runs out).
+Leases live in Redis; allocations are kept in PostgreSQL too (durable.py), so a Redis loss forgets none. Every call
+goes through store.engine_call, so with Redis dead a lease call answers as fast as a check does: acquire follows its
+limits' policies, renew answers 503, release is a no-op (the slot frees itself when its TTL runs out).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
+
+from django.db import DatabaseError
 
 from apps.apikeys.selectors import ApiPrincipal
 from apps.common.exceptions import ApplicationError, InvalidInput, NotFound
@@ -25,6 +28,7 @@ from apps.enforcement.decisions.parsing import MAX_LEASE_TTL_S
 from apps.enforcement.decisions.services import check_resolve, outcome_of_rule, request_id_reused, specs_of
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.fallback import FallbackDecision, StoreUnavailable, fallback_check
+from apps.enforcement.leases.durable import allocation_dropped, allocation_kept
 from apps.enforcement.leases.parsing import ALLOCATION
 from apps.enforcement.ledger.tally import decision_tally
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, KeyLayout, Store, lease_owner
@@ -35,6 +39,8 @@ from apps.limits.algorithms import counts_time, holds_leases
 from apps.limits.models import Mode, StoreFailurePolicy
 from apps.limits.resolution import resolve
 from apps.limits.snapshot import LimitConfig, Snapshot
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_LEASE_TTL_S = 300
 # Reads the counter key a lease id names; the prefix is never used (an id holds the key without it).
@@ -136,8 +142,23 @@ def lease_acquire(*, principal: ApiPrincipal, item: CheckItem, ttl_s: int | None
     except IdempotencyKeyReused:
         # The id answered a check, or a lease of another ttl: nothing was taken (engine/store/plan.py).
         raise request_id_reused() from None
+    if lease_id is not None and ttl is None and not (isinstance(decision, Decision) and decision.replayed):
+        _keep_allocation(lease_id, item.customer, slot.name)
     outcome = outcome_of_decision(decision, [slot, *others], item=item)
     return LeaseOutcome(outcome, lease_id, expires_at if lease_id else None)
+
+
+def _keep_allocation(lease_id: str, customer: str, limit: str) -> None:
+    """Keep an allocation Redis admitted in PostgreSQL (durable.py). If it cannot be kept, it is given back: an
+    allocation a Redis loss would forget is not granted (503, nothing held)."""
+    try:
+        allocation_kept(lease_id=lease_id, customer=customer, limit=limit)
+    except DatabaseError as error:
+        logger.warning("Allocation %s could not be kept in PostgreSQL, so it is given back: %s", lease_id, error)
+        engine_call(lambda store: store.lease_release(lease_id), fallback=lambda: None)
+        raise StoreUnavailable(
+            "The allocation could not be recorded durably, so it was not taken; retry shortly."
+        ) from None
 
 
 def _lease_without_store(item: CheckItem, limits: list[LimitConfig]) -> FallbackDecision:
@@ -180,5 +201,7 @@ def lease_release(*, principal: ApiPrincipal, lease_id: str) -> None:
     if lease_owner(lease_id) is None:
         return  # idempotent: an unknown id is already "released"
     _authorize_lease(principal, lease_id)
-    # Without Redis, releasing is skipped: the slot frees itself when the lease's TTL runs out.
+    # Without Redis, releasing is skipped: the slot frees itself when the lease's TTL runs out (an allocation's, kept
+    # in Redis, when the service next resyncs). Its durable copy goes either way: a rebuild does not bring it back.
     engine_call(lambda store: store.lease_release(lease_id), fallback=lambda: None)
+    allocation_dropped(lease_id=lease_id)

@@ -26,7 +26,8 @@
 -- time, concurrency.lua) [4] the numbers, a JSON array of integers: the
 -- definitions (one per counter), the items (each with its units and its limits: definition number and cost),
 -- the log section [5..] the strings the numbers name by ARGV index.
---   durability: NOT_DURABLE; RECORDED: what admitted checks spend is recorded (by the caller); REBUILT: recorded, and a
+--   durability: NOT_DURABLE; RECORDED: what admitted checks spend is recorded (by the caller); REBUILT: recorded (a
+--     lease set: its allocations are kept by the caller, seed "0|<member>,..." written with no TTL), and a
 --     missing counter whose look-back began before the epoch key (the last KEYS entry) was set may have lost
 --     what was spent, so ask, unless the warm mark (the KEYS entry before it, keys.py) says the epoch's warm-up
 --     rebuilt every counter of an open window: then a missing counter is a new one. seed: 0 none, else the ARGV index of "<ttl ms>|<state>", the counter rebuilt from
@@ -206,6 +207,20 @@ local function seeds()
   local N, P, L, defs, durable, now, epoch_key = C.N, C.P, C.L, C.defs, C.durable, C.now, C.epoch_key
   local function seed_write(lim, text, keep)
     local ttl_ms, state = match(text, '^(%d+)|(.*)$')
+    if lim.code == 'cc' then  -- a lease set's allocations "<member>,...": held until released, so no TTL
+      if state == '' or not keep or call('EXISTS', lim.key) == 1 then return end
+      local batch = {}
+      for member in string.gmatch(state, '[^,]+') do
+        batch[#batch + 1] = '9007199254740991'  -- HELD, as text: a Lua number would lose its last digits
+        batch[#batch + 1] = member
+        if #batch >= 2000 then
+          call('ZADD', lim.key, unpack(batch))
+          batch = {}
+        end
+      end
+      if #batch > 0 then call('ZADD', lim.key, unpack(batch)) end
+      return
+    end
     if state == '' or fetch(lim.key2 or lim.key) then return end
     local expiry = ttl(tonumber(ttl_ms))
     if lim.code ~= 'sl' then
@@ -269,8 +284,10 @@ local function seeds()
   for _, d in ipairs(durable) do
     local lim = defs[d]
     if lim.seed == 0 then
-      local since = lookback(lim, now)
-      if since < epoch and not fetch(lim.key2 or lim.key) then
+      -- A lease set's allocations never age out: it looks back to the beginning.
+      local cc = lim.code == 'cc'
+      local since = cc and 0 or lookback(lim, now)
+      if since < epoch and not (cc and call('EXISTS', lim.key) == 1 or not cc and fetch(lim.key2 or lim.key)) then
         missing[#missing + 1] = d
         missing[#missing + 1] = since
       end

@@ -10,8 +10,11 @@
 -- The decision log (lib.lua's LOG): saving a set that holds a new lease first logs the leases it drops as
 -- expired ("expire"), when check.lua gave the definition its stream (lim.log).
 -- Allocations (reference/concurrency.py): a lease acquired with ttl 0 never expires (score FOREVER), is never
--- booked as session time, and keeps its set and record ALLOCATION_TTL_MS after their last change (keys.py). A
--- slot held by an allocation frees only on release: eval answers -1 (never) when that is what it waits for.
+-- booked as session time, and a set holding one has no TTL (PERSIST): it lapses only once its last allocation is
+-- released (its record keeps ALLOCATION_TTL_MS after its last write: releasing works without it). The service's
+-- PostgreSQL keeps the allocations too (apps/enforcement/leases/durable.py), and check.lua rebuilds a missing set
+-- from them after a Redis loss. A slot held by an allocation frees only on release: eval answers -1 (never) when
+-- that is what it waits for.
 ALG.cc = {}
 -- A renew or release of lease `member` on the set `key` (operation: from its record, '' without), logged by
 -- lease_renew.lua and lease_release.lua once log_setup (lib.lua) has defined LOG's writers.
@@ -115,5 +118,5 @@ function ALG.cc.save(st, lim, now)
       if not forever then ALG.cc.book(match(body, '^[^\n]*'), ARGV[3], now, now, lease[1], 1) end
     end
   end
-  call('PEXPIRE', lim.key, ttl(st.forever and ALLOCATION_TTL_MS or st.newest - now))
+  if st.forever then call('PERSIST', lim.key) else call('PEXPIRE', lim.key, ttl(st.newest - now)) end
 end

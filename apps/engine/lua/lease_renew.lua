@@ -8,7 +8,8 @@
 -- Returns {1, new expiry ms}; {0, 0} when the lease expired or is unknown (it is not revived); {2, retry
 -- after ms (-1 = never)} when an enforced session_time limit of the lease has spent its window: nothing moves.
 -- Renewed, each session of the lease now ends at the new expiry, and usage books the change (the lease set's fragment).
--- An allocation (expiry 2^53 - 1) is not changed: renewing it answers its expiry and keeps its keys 7 days more.
+-- An allocation (expiry 2^53 - 1) is not changed: renewing it answers its expiry (its set has no TTL, its record
+-- keeps ALLOCATION_TTL_MS more).
 local now = read_now(ARGV[3])
 local member = ARGV[1]
 local stream = KEYS[3]
@@ -23,7 +24,7 @@ if old <= now then
 end
 local record = ALG.cc.record(call('GET', KEYS[2]))
 if old >= FOREVER then  -- an allocation stays one: renewing it only keeps its set and record
-  call('PEXPIRE', KEYS[1], ttl(ALLOCATION_TTL_MS))
+  call('PERSIST', KEYS[1])
   if record then call('PEXPIRE', KEYS[2], ttl(ALLOCATION_TTL_MS)) end
   if stream then LOG.lease(stream, 'renew', KEYS[1], member, old, record and LOG.operation(record.base) or '') end
   return {1, old}
@@ -45,7 +46,7 @@ end
 local expires = now + tonumber(ARGV[2])
 call('ZADD', KEYS[1], 'XX', itos(expires), member)
 local last = tonumber(call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
-call('PEXPIRE', KEYS[1], ttl(last >= FOREVER and ALLOCATION_TTL_MS or last - now))
+if last >= FOREVER then call('PERSIST', KEYS[1]) else call('PEXPIRE', KEYS[1], ttl(last - now)) end
 if record then
   for i, lim in ipairs(record.limits) do
     ALG.st.hold(states[i], now, member, expires)

@@ -5,7 +5,8 @@
 -- ARGV[1] the epoch the warm-up began in; ARGV[2] '1': write the mark after the counters; then per counter
 -- <kind> <ttl ms> <state> (store/seeds.py): kind 's' a string state; 'l' a sliding log "<time ms>:<cost>,..."
 -- oldest first, written as check.lua's seeds phase writes one: the set (members "<seq>:<cost>", score the time)
--- and its sum "<sum>:<seq>:<oldest>:<newest>" (sliding_log.lua).
+-- and its sum "<sum>:<seq>:<oldest>:<newest>" (sliding_log.lua); 'a' a lease set's allocations "<member>,..." (ttl
+-- 0), written as members held until released (score 2^53 - 1) and no TTL, as check.lua's seeds phase writes them.
 -- Returns -1, having written nothing, when the epoch is not ARGV[1] any more (Redis lost its data again, or
 -- counters_reconcile reset it: that epoch is warmed by the next run); else how many counters it wrote.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
@@ -26,6 +27,12 @@ for a = 3, #ARGV, 3 do
       redis.call('SET', sum, string.format('%d:%d:%s:%s', total, seq, oldest, newest), 'PX', ttl)
       written = written + 1
     end
+  elseif ARGV[a] == 'a' then
+    if redis.call('EXISTS', KEYS[k]) == 0 then
+      for member in string.gmatch(state, '[^,]+') do redis.call('ZADD', KEYS[k], '9007199254740991', member) end
+      written = written + 1
+    end
+    k = k + 1
   else
     if redis.call('SET', KEYS[k], state, 'NX', 'PX', ttl) then written = written + 1 end
     k = k + 1

@@ -7,16 +7,15 @@ released, for quotas on live objects (seed 002's scenario 3), and `resync` sets 
 in a counter from the service's own count (the seed's "database as counter"); every member names its customer
 (its owner, before the first dot), so a resync for one customer never touches another's allocations on a counter
 they share. Its expiry is FOREVER. A slot held by allocations
-frees only when one is released: waiting for it is never enough (retry None). The state's storage lives
-ALLOCATION_TTL_MS after its last change (lease_terms.py), so a counter nobody touches that long is forgotten, and the
-service's next resync restores it.
+frees only when one is released: waiting for it is never enough (retry None). A state holding an allocation never
+expires (expires_at FOREVER): allocations never lapse while held, however long nobody touches them.
 
 State: ((expires_at_ms, member), ...) sorted by expiry.
 """
 
 from __future__ import annotations
 
-from apps.engine.lease_terms import ALLOCATION_TTL_MS, FOREVER
+from apps.engine.lease_terms import FOREVER
 from apps.engine.reference.base import Params
 
 State = tuple[tuple[int, str], ...]
@@ -58,9 +57,8 @@ def report(state: State | None, params: Params, now: int) -> tuple[int, int]:
 
 
 def expires_at(state: State, params: Params, now: int) -> int:
-    """When the last held lease expires; a state holding allocations lasts ALLOCATION_TTL_MS from now."""
-    last = max((lease[0] for lease in state), default=now)
-    return now + ALLOCATION_TTL_MS if last >= FOREVER else last
+    """When the last held lease expires; a state holding an allocation never does (FOREVER)."""
+    return max((lease[0] for lease in state), default=now)
 
 
 def allocations(state: State | None, now: int) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Protocol
 from apps.engine.durability import is_record_field, parse_record_field
 from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
-from apps.engine.types import BatchMode, CheckItem, Decision
+from apps.engine.types import BatchMode, CheckItem, Decision, Resynced
 
 # What checks spent on durable counters: (counter key without the store prefix, bucket start ms) -> amount.
 Records = dict[tuple[str, int], int]
@@ -58,10 +58,11 @@ class Store(Protocol):
         """
         ...
 
-    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> int:
+    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> Resynced:
         """Make `item.customer` hold exactly `held` allocations in the counter of concurrency `limit`, from the
         caller's own count (reference/concurrency.resync; the other customers' members are kept); return how many it
-        held before. Raises ResyncTooLarge, writing nothing, when that adds or drops more than MAX_RESYNC_CHANGES."""
+        held before and which it holds now. Raises ResyncTooLarge, writing nothing, when that adds or drops more than
+        MAX_RESYNC_CHANGES."""
         ...
 
     def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:

@@ -5,19 +5,21 @@ so the property tests use it as the oracle. State expires like Redis keys do: a 
 models' expires_at equals "never used" and is dropped; a lease's session time in usage is kept for two days (the
 caller tallies the decisions' usage: apps/engine/decision_usage.py). Given a seeder, a
 durable counter missing when the store starts (a restarted process) is rebuilt from its records, as
-RedisStore does after a data loss: the store's epoch is its creation.
+RedisStore does after a data loss: the store's epoch is its creation; so is a lease set's allocations (asked once
+per set and process: the seeder's side keeps them, store/seeds.py).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from apps.engine.clock import Clock, SystemClock
 from apps.engine.decision_log import DEFAULT_MAX_PER_SLOT, LogEntry, default_instance
 from apps.engine.durability import History, lookback_start, rebuild
 from apps.engine.keys import IDEMPOTENCY_TTL_MS, MINUTE_MS, USAGE_TTL_MS, KeyLayout
+from apps.engine.lease_terms import FOREVER
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.name_budget import MemoryNameBudget
 from apps.engine.registry import ALGORITHMS
@@ -30,7 +32,8 @@ from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms
 from apps.engine.types import BatchMode, CheckItem, Decision, SeedRequest
 
 SWEEP_EVERY = 1000
-Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
+_MAX_SETS_ASKED = 100_000
+Seeder = Callable[[Sequence[SeedRequest]], Sequence[History | Sequence[str]]]  # as RedisStore's
 
 
 class MemoryStore(MemoryLeases, MemoryTools):
@@ -58,6 +61,7 @@ class MemoryStore(MemoryLeases, MemoryTools):
         self._leases: dict[str, tuple[sessions.LeaseRecord, int]] = {}  # record key -> (record, lease expiry)
         self._writes = 0
         self._names = MemoryNameBudget(clock=self._clock)
+        self._sets_asked: set[str] = set()  # lease sets whose kept allocations were asked for (_rebuild_missing)
 
     def check(self, item: CheckItem, limits: Sequence[LimitSpec]) -> Decision:
         """Decide one check against `limits` (see Store.check)."""
@@ -138,6 +142,16 @@ class MemoryStore(MemoryLeases, MemoryTools):
         for plan in plans:
             for limit in plan.limits:
                 key = limit.keys[0]
+                if limit.spec.entry.lease_set is not None and key not in wanted and key not in self._sets_asked:
+                    # A lease set's allocations, kept by the seeder's side (PostgreSQL): asked once per set and
+                    # process, as a Redis store asks once per set after a loss (store/seeds.py).
+                    if len(self._sets_asked) >= _MAX_SETS_ASKED:
+                        self._sets_asked.clear()  # asking again is only a query: what it restores is what is held
+                    self._sets_asked.add(key)
+                    if self._read(key, now) is None:
+                        counter = self._layout.counter_id(key)
+                        wanted[key] = (limit, SeedRequest(limit.spec, plan.item, counter, 0, now))
+                    continue
                 if not limit.counter or key in wanted or self._read(key, now) is not None:
                     continue
                 since = lookback_start(limit.spec, limit.params(now), now)
@@ -147,8 +161,13 @@ class MemoryStore(MemoryLeases, MemoryTools):
             return lent
         histories = self._seeder([request for _, request in wanted.values()]) if self._seeder else []
         for (key, (limit, _)), history in zip(wanted.items(), histories, strict=True):
+            if limit.spec.entry.lease_set is not None:
+                held = tuple(sorted((FOREVER, str(member)) for member in history))
+                if held and key in kept:
+                    self._store(key, held, FOREVER, now)
+                continue
             params = limit.params(now)
-            state = rebuild(limit.spec, params, history, now)
+            state = rebuild(limit.spec, params, cast(History, history), now)  # durable counters only here
             if state is None:
                 continue
             expires = ALGORITHMS[limit.spec.algorithm].model.expires_at(state, params, now)

@@ -32,6 +32,7 @@ from apps.engine.durability import History
 from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.name_budget import RedisNameBudget
+from apps.engine.reference.base import Params
 from apps.engine.store.answers import answer_code, answer_now
 from apps.engine.store.base import UsageRow, usage_row
 from apps.engine.store.decide import Outcome
@@ -45,10 +46,19 @@ from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
 from apps.engine.store.shaped import ShapedChecks
 from apps.engine.store.stored_decisions import row_decision, stored_outcome
 from apps.engine.store.warm import WarmWriter
-from apps.engine.types import BatchMode, CheckItem, Decision, IdempotencyKeyReused, LimitResult, SeedRequest
+from apps.engine.types import (
+    BatchMode,
+    CheckItem,
+    Decision,
+    IdempotencyKeyReused,
+    LimitResult,
+    Resynced,
+    SeedRequest,
+)
 
 # Answers, per request, the counter's records since the look-back start: (bucket start ms, amount) pairs.
-Seeder = Callable[[Sequence[SeedRequest]], Sequence[History]]
+# A lease set's answer is its allocations' members (store/seeds.py).
+Seeder = Callable[[Sequence[SeedRequest]], Sequence[History | Sequence[str]]]
 MAX_SEED_CALLS = 3
 
 
@@ -150,9 +160,20 @@ class RedisStore(RedisOperatorTools):
         """Give a lease back in one round trip (see Store.lease_release; store/sessions.py)."""
         self._leases.release(lease_id)
 
-    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> int:
-        """See Store.allocations_set: one round trip (allocations.lua)."""
-        return self._leases.allocations_set(self._layout.counter_keys(limit, item)[0], item.customer, held)
+    def allocations_set(self, item: CheckItem, limit: LimitSpec, held: int) -> Resynced:
+        """See Store.allocations_set: one round trip (allocations.lua); two when the set is missing while the epoch
+        is cold: it is rebuilt from the seeder's kept allocations first, as a check rebuilds it."""
+        key = self._layout.counter_keys(limit, item)[0]
+        if self._seeder is None:
+            return self._leases.allocations_set(key, item.customer, held)
+        counter, seeder = self._layout.counter_id(key), self._seeder
+
+        def kept() -> str:
+            (members,) = seeder([SeedRequest(limit, item, counter, 0, self._hint.now_ms())])
+            return seed_text(limit, Params(0, 0, 0), members, 0)
+
+        warm_key = self._layout.warm_key(self.warm_writer().tag_of(key))
+        return self._leases.allocations_set(key, item.customer, held, kept, warm_key)
 
     def usage_minutes(self) -> list[int]:
         """Minutes with usage waiting (see Store.usage_minutes)."""

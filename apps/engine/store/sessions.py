@@ -35,10 +35,11 @@ from apps.engine.lease_terms import FOREVER, MAX_RESYNC_CHANGES
 from apps.engine.reference.base import Params
 from apps.engine.registry import LEASE_CLOCKS, LEASE_SET, LEASE_SET_MODEL
 from apps.engine.store.plan import ItemPlan
-from apps.engine.types import ResyncTooLarge, SessionTimeSpent
+from apps.engine.types import Resynced, ResyncTooLarge, SessionTimeSpent
 
 SESSION_MS = "session_ms"  # the usage field
 RENEWED, UNKNOWN, SPENT = 1, 0, 2  # the first number of lease_renew.lua's answer
+NEEDS_KEPT = -2  # allocations.lua's answer when the set must be rebuilt from the kept allocations first
 
 
 def lua(*names: str) -> str:
@@ -94,13 +95,21 @@ class RedisLeases:
             keys, logging = self._keys(key, member)
             self._release(keys=keys, args=[member, self._now(), *logging])
 
-    def allocations_set(self, key: str, customer: str, held: int) -> int:
-        """See Store.allocations_set, on lease set `key` (allocations.lua)."""
+    def allocations_set(
+        self, key: str, customer: str, held: int, kept: Callable[[], str] | None = None, warm_key: str = ""
+    ) -> Resynced:
+        """See Store.allocations_set, on lease set `key` (allocations.lua). kept: the set's seed (store/seeds.py),
+        asked only when the set is missing while the epoch's warm mark `warm_key` is not there; None: never asked."""
         owner = lease_owner_part(customer)
-        before = int(self._allocations(keys=[key], args=[self._now(), held, owner, MAX_RESYNC_CHANGES]))
+        keys, seed = ([key, warm_key], "?") if kept is not None else ([key], "")
+        answer = self._allocations(keys=keys, args=[self._now(), held, owner, MAX_RESYNC_CHANGES, seed])
+        if int(answer[0]) == NEEDS_KEPT and kept is not None:
+            answer = self._allocations(keys=keys, args=[self._now(), held, owner, MAX_RESYNC_CHANGES, kept()])
+        before = int(answer[0])
         if before < 0:
             raise ResyncTooLarge
-        return before
+        members = tuple(m.decode() if isinstance(m, bytes) else str(m) for m in answer[1:])
+        return Resynced(before, self._layout.counter_id(key), members)
 
     def _keys(self, key: str, member: str) -> tuple[list[str], list[str | int]]:
         """KEYS of the scripts (set, record, log stream when logging) and ARGV's logging tail (instance, cap)."""

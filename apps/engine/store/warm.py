@@ -1,7 +1,8 @@
 """The warm-up's writes: durable counters rebuilt in bulk after Redis came up empty, and the epoch's warm mark.
 
 The warm-up (apps/enforcement/counters/warm_up.py) rebuilds the durable counters of open windows from their records
-with seed_text, as the per-counter seeding does, and hands them here by hash tag. lua/warm.lua writes a chunk in one
+with seed_text, as the per-counter seeding does, and the lease sets from the allocations PostgreSQL keeps, and hands
+them here by hash tag. lua/warm.lua writes a chunk in one
 call: each counter only while it is missing (a check may have rebuilt or spent it first), and only while the epoch is
 still the one the warm-up began in (a reset by counters_reconcile, or another loss, makes the chunk write nothing;
 the next run starts over). The mark goes last, with the epoch's remaining TTL.
@@ -20,6 +21,7 @@ from typing import Any
 
 from apps.engine.clock import Clock
 from apps.engine.keys import EPOCH_TTL_MS, KeyLayout
+from apps.engine.registry import LEASE_SET
 from apps.engine.store.operator_tools import _text
 
 WARM_SCRIPT = (resources.files("apps.engine") / "lua" / "warm.lua").read_text(encoding="utf-8")
@@ -112,7 +114,8 @@ class WarmWriter:
                 ttl, state = rebuilt.text.split("|", 1)
                 counter_keys = self._layout.keys_of_counter(rebuilt.counter)
                 keys += counter_keys
-                args += ["l" if len(counter_keys) > 1 else "s", ttl, state]
+                kind = "a" if f"}}:{LEASE_SET.code}:" in rebuilt.counter else "l" if len(counter_keys) > 1 else "s"
+                args += [kind, ttl, state]
             if self._cluster:
                 node = self._client.get_node_from_key(keys[0])  # as cluster.py: no COMMAND GETKEYS per call
                 pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args, target_nodes=node)

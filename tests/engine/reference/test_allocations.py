@@ -5,7 +5,6 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.engine.keys import ALLOCATION_TTL_MS
 from apps.engine.lease_terms import FOREVER
 from apps.engine.reference import concurrency
 from apps.engine.reference.base import Params
@@ -21,7 +20,7 @@ def test_an_allocation_never_expires_and_a_full_quota_of_them_never_frees_by_wai
     assert state == ((FOREVER, "a.1"), (FOREVER, "a.2"))
     assert concurrency.evaluate(state, PARAMS, T0 + 10**12, 1) == (False, None)
     assert concurrency.report(state, PARAMS, T0) == (0, 0)  # nothing that expires is waited for
-    assert concurrency.expires_at(state, PARAMS, T0) == T0 + ALLOCATION_TTL_MS
+    assert concurrency.expires_at(state, PARAMS, T0) == FOREVER  # a state holding one never lapses
     assert concurrency.evaluate(concurrency.release(state, T0, "a.1"), PARAMS, T0, 1) == (True, 0)
 
 

@@ -173,7 +173,10 @@ class CheckArgs:
         number = self._definition_numbers[(limit.keys[0], id(spec))] = len(self.described) + 1
         self.described.append((limit, item))
         algorithm, quantity, period_ms, capacity, shadow = limit_constants(spec)
-        durability, seed = self._durability(number) if spec.durable else (NOT_DURABLE, 0)
+        # A lease set is rebuilt like a durable counter (its allocations, from PostgreSQL: store/seeds.py), never
+        # recorded: only a store that rebuilds (an epoch key) asks for it.
+        rebuilt = spec.durable or (self._epoch_key is not None and spec.entry.lease_set is not None)
+        durability, seed = self._durability(number) if rebuilt else (NOT_DURABLE, 0)
         bounds = limit.bounds
         # A check_fields.Definition (in its order; tests/engine/test_args.py reads it back by name).
         definitions += (algorithm, first_key, quantity, period_ms, capacity, shadow, durability, seed, len(bounds))
