@@ -54,3 +54,12 @@ def worker_exit(server: Any, worker: Any) -> None:
     from apps.enforcement.ledger.shutdown import ledger_final_flush
 
     ledger_final_flush()
+
+
+def post_worker_init(worker: Any) -> None:
+    """A worker has loaded the app: it announces itself now (apps/enforcement/fallback/heartbeat.py), not at its
+    first request, so the `local` policy's share already counts a worker that has not served yet (a burst that
+    reaches the other worker first would otherwise be shared by one instance too few)."""
+    from apps.enforcement.fallback.heartbeat import heartbeat_start
+
+    heartbeat_start()
