@@ -33,7 +33,7 @@ TEMPLATE = "admin/limits/limit/yaml_import.html"
 class UploadForm(forms.Form):
     file = forms.FileField(
         label="YAML file",
-        help_text=f"The export_limits format (DESIGN.md, “Configuration as code”); at most "
+        help_text=f"The export_limits format (docs/design.md, “The configuration file”: every key); at most "
         f"{MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB.",
     )
     prune = forms.BooleanField(

@@ -1,6 +1,6 @@
 """ResponsiveBackoff's default variant is the seed's AutoSleeper exactly (issue 18, item 3).
 
-`AutoSleeperPort` is a literal port of the seed's Go code (../shared/seeds/001, sakthipriyan/go-utils sleeper.go),
+`AutoSleeperPort` is a literal port of the seed's Go code (seed 001: sakthipriyan/go-utils sleeper.go),
 written from the seed and nothing else: `time.Duration` is an int of nanoseconds, Go's float64 → Duration
 conversion truncates, `time.Sleep` is recorded instead of slept. The tests replay random throttle/success
 sequences through it and through the SDK (the policy alone, then QuotaClient.require and its async twin) and

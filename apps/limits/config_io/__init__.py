@@ -1,5 +1,5 @@
 """Configuration as code: the YAML import and export of operations, plans, customers, limits,
-overrides, access rules and services (the shape is in DESIGN.md, "Configuration as code").
+overrides, access rules and services (every key: docs/design.md, "Configuration reference").
 
     document = config_yaml_load(config_yaml_read(file))
     report = config_import(document=document, prune=False, dry_run=True)
