@@ -17,6 +17,6 @@ class OpsConfig(AppConfig):
         # run, tests): there the beat job's run every few seconds is the trigger, and no message is left behind.
         if settings.CELERY_BROKER_URL == "filesystem://":
             return
-        from apps.enforcement.counters.warm_up import warm_up_trigger_set
+        from apps.enforcement.counters.warm_trigger import warm_up_trigger_set
 
         warm_up_trigger_set(_warm_up_asked)

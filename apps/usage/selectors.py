@@ -5,7 +5,7 @@ Reports (apps/reports) read rows for exports and the usage API on top of these t
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from apps.usage.vocabulary import REPORTED, SESSION_MS, checks
 
 USAGE_TABLES: dict[str, type[UsageBucket]] = {"minute": UsageMinute, "hour": UsageHour, "day": UsageDay}
 MINUTE_MS = 60_000
+READ_CHUNK = 10_000  # counter records fetched from PostgreSQL at a time
 # Most services (or keys) the admin's list filter offers.
 MAX_CALLERS = 200
 # What a customer's usage series holds per operation: the decision counters, then the session time (ms) its leases
@@ -179,3 +180,19 @@ def counter_history(*, counter: str, since_ms: int, now_ms: int) -> list[tuple[i
     bucket starts up to a minute before `since`; a window's starts at it)."""
     rows = CounterRecord.objects.filter(counter=counter, start_ms__gt=since_ms - MINUTE_MS, start_ms__lte=now_ms)
     return list(rows.order_by("start_ms").values_list("start_ms", "amount"))
+
+
+def counter_histories_open(*, now_ms: int) -> Iterator[tuple[str, list[tuple[int, int]]]]:
+    """(counter, its records as (bucket start ms, amount)) for every counter with a record still in reach at
+    `now_ms` (the warm-up's bulk read), READ_CHUNK records at a time."""
+    rows = CounterRecord.objects.filter(until_ms__gt=now_ms).order_by("counter", "start_ms")
+    counter: str | None = None
+    history: list[tuple[int, int]] = []
+    for name, start, amount in rows.values_list("counter", "start_ms", "amount").iterator(chunk_size=READ_CHUNK):
+        if name != counter:
+            if counter is not None:
+                yield counter, history
+            counter, history = name, []
+        history.append((start, amount))
+    if counter is not None:
+        yield counter, history

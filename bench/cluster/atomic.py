@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from apps.enforcement.counters.redis_clients import counters_client  # noqa: E402
 from apps.engine import CheckItem, LimitSpec  # noqa: E402
 from apps.engine.store.cluster import ClusterStore  # noqa: E402
-from apps.engine.store.slots import slot_of  # noqa: E402
+from apps.engine.store.cluster.slots import slot_of  # noqa: E402
 from tests.cluster_server import RedisClusterServer  # noqa: E402
 
 OPEN = LimitSpec("open", "fixed_window", 10**9, period_s=3600, key_by=("customer",))

@@ -131,6 +131,34 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def run_rows(
+    server: Gunicorn,
+    key: str,
+    database_url: str,
+    chosen: list[Setup],
+    sizes: list[int],
+    args: argparse.Namespace,
+    runs: list[Run],
+) -> None:
+    """The warm-up push, then each chosen row's push, with what the platform counted for it (appended to runs)."""
+    url = server.url
+    if args.warmup:
+        # Fresh workers are slow at first (imports, connections, scripts loading): without this, the first
+        # row paid for it (requests 3-4 times slower than the other rows' in the runs of 2026-11-29).
+        print(f"bench/sdk: warm-up, {args.warmup:,} records (not measured)", flush=True)
+        warmup = Setup("warm-up", exponential(args.batch_size / RECORDS_PER_S))  # its own policy and metrics
+        push(url, key, warmup, sizes[: args.warmup], args)
+    warmup_failures = store_failures(server)
+    for setup in chosen:
+        name = setup.name
+        print(f"bench/sdk: pushing with {name}", flush=True)
+        run = push(url, key, setup, sizes, args)
+        run.counted = platform_counted(database_url, run.customer)
+        run.store_failures = store_failures(server) - warmup_failures - sum(r.store_failures for r in runs)
+        runs.append(run)
+        print(f"bench/sdk: {name} done in {run.result.elapsed_s:.2f} s ({run.ratio:.3f} × ideal)", flush=True)
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     sizes = make_records(args.records, args.seed, args.min_bytes, args.max_bytes)
@@ -146,21 +174,7 @@ def main(argv: list[str]) -> int:
             )
             # A wait longer than the limit needs to refill one batch only lets the bucket overflow.
             chosen = [s for s in setups(args.batch_size / RECORDS_PER_S) if not args.only or s.name in args.only]
-            if args.warmup:
-                # Fresh workers are slow at first (imports, connections, scripts loading): without this, the first
-                # row paid for it (requests 3-4 times slower than the other rows' in the runs of 2026-11-29).
-                print(f"bench/sdk: warm-up, {args.warmup:,} records (not measured)", flush=True)
-                warmup = Setup("warm-up", exponential(args.batch_size / RECORDS_PER_S))  # its own policy and metrics
-                push(url, key, warmup, sizes[: args.warmup], args)
-            warmup_failures = store_failures(server)
-            for setup in chosen:
-                name = setup.name
-                print(f"bench/sdk: pushing with {name}", flush=True)
-                run = push(url, key, setup, sizes, args)
-                run.counted = platform_counted(database_url, run.customer)
-                run.store_failures = store_failures(server) - warmup_failures - sum(r.store_failures for r in runs)
-                runs.append(run)
-                print(f"bench/sdk: {name} done in {run.result.elapsed_s:.2f} s ({run.ratio:.3f} × ideal)", flush=True)
+            run_rows(server, key, database_url, chosen, sizes, args, runs)
     except MissingBinary as error:
         print(missing_binary_message(str(error)), file=sys.stderr)
         return 2

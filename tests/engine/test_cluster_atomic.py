@@ -17,7 +17,7 @@ from apps.engine import CheckItem, IdempotencyKeyReused, LimitSpec, ManualClock
 from apps.engine.decision_usage import decision_usage
 from apps.engine.registry import ALGORITHMS as REGISTRY
 from apps.engine.store.cluster import ClusterStore
-from apps.engine.store.slots import slot_of
+from apps.engine.store.cluster.slots import slot_of
 from tests.engine.conftest import START_MS
 from tests.engine.test_decision_log_store import redis_log
 from tests.engine.usage_book import Tallied

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from django.db import DatabaseError, connection
 
-from apps.enforcement.counters.warm_up import warm_up_wanted
+from apps.enforcement.counters.warm_trigger import warm_up_wanted
 from apps.enforcement.leases.durable import allocations_of
 from apps.engine.durability import History
 from apps.engine.types import SeedRequest

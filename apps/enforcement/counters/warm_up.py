@@ -13,8 +13,8 @@ counters_reconcile deletes the mark with the epoch it resets, so the next run wa
 
 Who runs it: the beat job `warm_counters` every few seconds (apps/ops/jobs.py), which costs one GET while the mark
 is there (an MGET of the customers' marks on a Cluster); a run asked for when a check first needs a seed
-(`warm_up_wanted`, wired to the Celery task by apps/ops); `manage.py warm_counters` by hand. One runner at a time: a
-PostgreSQL advisory lock, which another runner finding taken skips.
+(`warm_up_wanted` in warm_trigger.py, wired to the Celery task by apps/ops); `manage.py warm_counters` by hand.
+One runner at a time: a PostgreSQL advisory lock, which another runner finding taken skips.
 
 What a loss costs anyway: spending not yet recorded in PostgreSQL when Redis lost it is granted again; a run that
 finds Redis cold says so at WARNING, and counts itself in quota_counter_warm_ups.
@@ -42,13 +42,12 @@ from apps.engine.registry import LEASE_SET
 from apps.engine.store.seeds import allocations_text, seed_text
 from apps.engine.store.warm import Chunk, Rebuilt, WarmWriter
 from apps.limits.snapshot_holder import snapshot_current
-from apps.usage.models import CounterRecord
+from apps.usage.selectors import counter_histories_open
 
 logger = logging.getLogger(__name__)
 
 WARM_LOCK_ID = 0x7761_726D  # "warm"; any constant other advisory locks do not take
 CHUNK = 500  # counters per warm.lua call: a few ms of Redis each, so checks wait little behind one
-READ_CHUNK = 10_000  # records fetched from PostgreSQL at a time
 Progress = Callable[[int], None]
 
 
@@ -132,7 +131,21 @@ class _Run:
             len(cold),
         )
         self._begin(cold)
-        for counter, history in _per_counter(self.now):
+        self._add_counters()
+        self._add_allocations()
+        self._flush(marks=True)
+        counted = self.counted
+        return WarmReport(
+            len(self.epochs),
+            counters=counted["counters"],
+            present=counted["present"],
+            unmatched=counted["unmatched"],
+            interrupted=len(self.interrupted),
+        )
+
+    def _add_counters(self) -> None:
+        """Every durable counter of an open window, rebuilt from its records."""
+        for counter, history in counter_histories_open(now_ms=self.now):
             tag = self._tag(counter)
             if tag is None:
                 continue
@@ -141,7 +154,10 @@ class _Run:
                 self.counted["unmatched"] += 1
                 continue
             self._add(tag, Rebuilt(counter, seed_text(resolved[0], resolved[1], history, self.now)))
-        # The lease sets' allocations, kept in PostgreSQL: held until released, on the concurrency limits still there.
+
+    def _add_allocations(self) -> None:
+        """The lease sets' allocations, kept in PostgreSQL: held until released, on the concurrency limits still
+        there."""
         lease_limits = {
             limit.name
             for limits in self.specs.snapshot.limits_by_operation.values()
@@ -155,15 +171,6 @@ class _Run:
             tag = self._tag(counter)
             if tag is not None:
                 self._add(tag, Rebuilt(counter, allocations_text(members)))
-        self._flush(marks=True)
-        counted = self.counted
-        return WarmReport(
-            len(self.epochs),
-            counters=counted["counters"],
-            present=counted["present"],
-            unmatched=counted["unmatched"],
-            interrupted=len(self.interrupted),
-        )
 
     def _tag(self, counter: str) -> str | None:
         """The tag of `counter` when it is cold (its epoch begun), None when it is warm or was interrupted."""
@@ -210,21 +217,6 @@ class _Run:
             self.progress(self.counted["counters"] + self.counted["present"])
 
 
-def _per_counter(now: int) -> Iterator[tuple[str, list[tuple[int, int]]]]:
-    """(counter, its records as (bucket start, amount)) for every counter with a record still in reach at `now`."""
-    rows = CounterRecord.objects.filter(until_ms__gt=now).order_by("counter", "start_ms")
-    counter: str | None = None
-    history: list[tuple[int, int]] = []
-    for name, start, amount in rows.values_list("counter", "start_ms", "amount").iterator(chunk_size=READ_CHUNK):
-        if name != counter:
-            if counter is not None:
-                yield counter, history
-            counter, history = name, []
-        history.append((start, amount))
-    if counter is not None:
-        yield counter, history
-
-
 _thread_lock = threading.Lock()
 
 
@@ -249,28 +241,3 @@ def _runner() -> Iterator[bool]:
         if alone:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_unlock(%s)", [WARM_LOCK_ID])
-
-
-# --- A run asked for by a check that needed a seed (seeding.py) -------------------------------------------------
-TRIGGER_EVERY_S = 10.0  # a process asks at most this often: the beat job runs every few seconds anyway
-_trigger: Callable[[list[str]], None] | None = None
-_last_asked = [float("-inf")]
-
-
-def warm_up_trigger_set(trigger: Callable[[list[str]], None] | None) -> None:
-    """How a run is asked for (apps/ops wires its Celery task here: enforcement does not import ops)."""
-    global _trigger
-    _trigger = trigger
-
-
-def warm_up_wanted(counters: Sequence[str]) -> None:
-    """A check asked seeds for `counters`: its epoch is cold. Ask for a run, at most every TRIGGER_EVERY_S per process;
-    never raises (the check goes on with its own seeds either way)."""
-    now = time.monotonic()
-    if _trigger is None or now - _last_asked[0] < TRIGGER_EVERY_S:
-        return
-    _last_asked[0] = now
-    try:
-        _trigger(list(counters[:20]))
-    except Exception as error:  # a broker away must not fail the check
-        logger.warning("Could not ask for a counter warm-up: %s", error)

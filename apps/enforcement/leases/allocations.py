@@ -32,7 +32,8 @@ from apps.enforcement.counters.guarded_store import engine_call
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.fallback import StoreUnavailable
 from apps.enforcement.leases.durable import allocation_sets, allocations_resynced
-from apps.engine import CheckItem, Resynced, ResyncTooLarge
+from apps.enforcement.models import AllocationSet
+from apps.engine import CheckItem, LimitSpec, Resynced, ResyncTooLarge
 from apps.engine.lease_terms import MAX_RESYNC_CHANGES
 from apps.engine.registry import LEASE_SET
 from apps.limits.resolution import limit_effective
@@ -85,30 +86,8 @@ def allocations_set(
         service=principal.service,
         api_key=principal.prefix,
     )
-    spec = limit_spec_of(effective)
-
-    def without_store() -> Resynced:
-        raise StoreUnavailable("The counter store is unreachable, so the allocations cannot be set now; retry shortly.")
-
-    try:
-        resynced = engine_call(
-            lambda store: store.allocations_set(item, spec, held), fallback=without_store, customer=customer
-        )
-    except ResyncTooLarge:
-        raise Unprocessable(
-            f"This resync would add or drop more than {MAX_RESYNC_CHANGES} allocations at once; nothing was changed. "
-            "Release allocations, or resync in steps of at most that many.",
-            code="resync_too_large",
-            fields={"held": [f"Within {MAX_RESYNC_CHANGES} of what the customer holds now."]},
-        ) from None
-    try:
-        kept = allocations_resynced(customer=customer, limit=limit.name, resynced=resynced, at=timezone.now())
-    except DatabaseError as error:
-        # Redis holds the new count; only its durable copy lags. A resync sets a count, so repeating it is safe.
-        logger.warning("Resynced allocations of %s on %s could not be kept in PostgreSQL: %s", customer, limit, error)
-        raise StoreUnavailable(
-            "The allocations were set but could not be recorded durably; repeat the resync shortly."
-        ) from None
+    resynced = _resync_in_redis(item, limit_spec_of(effective), held)
+    kept = _keep_resync(customer, limit, resynced)
     return {
         "customer": customer,
         "limit": limit.name,
@@ -117,6 +96,37 @@ def allocations_set(
         "quantity": effective.quantity,
         "resynced_at": kept.resynced_at,
     }
+
+
+def _resync_in_redis(item: CheckItem, spec: LimitSpec, held: int) -> Resynced:
+    """Set the counter in Redis (allocations.lua); Unprocessable for a resync past MAX_RESYNC_CHANGES."""
+
+    def without_store() -> Resynced:
+        raise StoreUnavailable("The counter store is unreachable, so the allocations cannot be set now; retry shortly.")
+
+    try:
+        return engine_call(
+            lambda store: store.allocations_set(item, spec, held), fallback=without_store, customer=item.customer
+        )
+    except ResyncTooLarge:
+        raise Unprocessable(
+            f"This resync would add or drop more than {MAX_RESYNC_CHANGES} allocations at once; nothing was changed. "
+            "Release allocations, or resync in steps of at most that many.",
+            code="resync_too_large",
+            fields={"held": [f"Within {MAX_RESYNC_CHANGES} of what the customer holds now."]},
+        ) from None
+
+
+def _keep_resync(customer: str, limit: LimitConfig, resynced: Resynced) -> AllocationSet:
+    """The resynced set's durable copy in PostgreSQL (durable.py), stamped now."""
+    try:
+        return allocations_resynced(customer=customer, limit=limit.name, resynced=resynced, at=timezone.now())
+    except DatabaseError as error:
+        # Redis holds the new count; only its durable copy lags. A resync sets a count, so repeating it is safe.
+        logger.warning("Resynced allocations of %s on %s could not be kept in PostgreSQL: %s", customer, limit, error)
+        raise StoreUnavailable(
+            "The allocations were set but could not be recorded durably; repeat the resync shortly."
+        ) from None
 
 
 def allocations_get(*, principal: ApiPrincipal, customer: str, limit_name: str, snapshot: Snapshot) -> dict[str, Any]:

@@ -12,8 +12,8 @@ writes nothing here either:
 After Redis loses its data, a lease set is rebuilt from this copy before anything is decided against it: check.lua
 asks for it like a durable counter's seed (a missing set while the epoch is not warm: apps/engine/store/seeds.py,
 seeding.usage_seeds answers from here), so does allocations.lua before a resync, and the warm-up writes every kept
-set before it marks the epoch warm (counters/warm_up.py). Leases with an expiry are not kept: one lost with Redis frees its slot early, as if it
-expired.
+set before it marks the epoch warm (counters/warm_up.py). Leases with an expiry are not kept: one lost with Redis
+frees its slot early, as if it expired.
 """
 
 from __future__ import annotations

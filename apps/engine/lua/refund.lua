@@ -1,5 +1,5 @@
 -- refund.lua: give back what check.lua spent on counters of one cluster slot for a check that another slot
--- then refused (apps/engine/store/cluster.py reserves slot by slot and refunds on rejection). Assembled
+-- then refused (apps/engine/store/cluster/store.py reserves slot by slot and refunds on rejection). Assembled
 -- after lib.lua and the algorithm fragments, like check.lua; every key is in one slot.
 --
 -- KEYS: per counter its key (a sliding log: then its sum key); a counter may come more than once (each item of an

@@ -138,25 +138,7 @@ class MemoryStore(MemoryLeases, MemoryTools):
         returned, to be read for this call only, as check.lua does."""
         kept = {limit.keys[0] for plan in plans if not plan.item.dry_run for limit in plan.limits}
         lent: dict[str, Any] = {}
-        wanted: dict[str, tuple[LimitPlan, SeedRequest]] = {}
-        for plan in plans:
-            for limit in plan.limits:
-                key = limit.keys[0]
-                if limit.spec.entry.lease_set is not None and key not in wanted and key not in self._sets_asked:
-                    # A lease set's allocations, kept by the seeder's side (PostgreSQL): asked once per set and
-                    # process, as a Redis store asks once per set after a loss (store/seeds.py).
-                    if len(self._sets_asked) >= _MAX_SETS_ASKED:
-                        self._sets_asked.clear()  # asking again is only a query: what it restores is what is held
-                    self._sets_asked.add(key)
-                    if self._read(key, now) is None:
-                        counter = self._layout.counter_id(key)
-                        wanted[key] = (limit, SeedRequest(limit.spec, plan.item, counter, 0, now))
-                    continue
-                if not limit.counter or key in wanted or self._read(key, now) is not None:
-                    continue
-                since = lookback_start(limit.spec, limit.params(now), now)
-                if since < self._epoch:
-                    wanted[key] = (limit, SeedRequest(limit.spec, plan.item, limit.counter, since, now))
+        wanted = self._seeds_wanted(plans, now)
         if not wanted:
             return lent
         histories = self._seeder([request for _, request in wanted.values()]) if self._seeder else []
@@ -176,6 +158,30 @@ class MemoryStore(MemoryLeases, MemoryTools):
             elif expires > now:
                 lent[key] = state
         return lent
+
+    def _seeds_wanted(self, plans: list[ItemPlan], now: int) -> dict[str, tuple[LimitPlan, SeedRequest]]:
+        """By key, the seed requests of `plans`' missing durable counters whose look-back began before the epoch,
+        and of their lease sets not asked for yet."""
+        wanted: dict[str, tuple[LimitPlan, SeedRequest]] = {}
+        for plan in plans:
+            for limit in plan.limits:
+                key = limit.keys[0]
+                if limit.spec.entry.lease_set is not None and key not in wanted and key not in self._sets_asked:
+                    # A lease set's allocations, kept by the seeder's side (PostgreSQL): asked once per set and
+                    # process, as a Redis store asks once per set after a loss (store/seeds.py).
+                    if len(self._sets_asked) >= _MAX_SETS_ASKED:
+                        self._sets_asked.clear()  # asking again is only a query: what it restores is what is held
+                    self._sets_asked.add(key)
+                    if self._read(key, now) is None:
+                        counter = self._layout.counter_id(key)
+                        wanted[key] = (limit, SeedRequest(limit.spec, plan.item, counter, 0, now))
+                    continue
+                if not limit.counter or key in wanted or self._read(key, now) is not None:
+                    continue
+                since = lookback_start(limit.spec, limit.params(now), now)
+                if since < self._epoch:
+                    wanted[key] = (limit, SeedRequest(limit.spec, plan.item, limit.counter, since, now))
+        return wanted
 
     def _read(self, key: str, now: int) -> Any:
         held = self._states.get(key)

@@ -1,8 +1,8 @@
-"""RedisStore: one EVALSHA of lua/check.lua per check and per batch.
+"""RedisStore: one call per check and per batch, the Function of the check's shape (shaped.py) or lua/check.lua.
 
-The scripts are assembled from apps/engine/lua/ once at import and registered on the client. A check
-sends EVALSHA; after a Redis restart emptied the script cache (NOSCRIPT), redis-py's Script loads the
-script and retries, once. Time is Redis server time unless a test clock is given.
+The scripts are assembled from apps/engine/lua/ once at import and registered on the client; after a Redis restart
+emptied its caches (NOSCRIPT, or a Function not found) they are loaded again and the call retried, once. Time is
+Redis server time unless a test clock is given.
 
 Usage is not counted in Redis: each Decision carries the script's now (decided_at_ms), and the caller tallies its
 usage and what it spent on durable counters (LimitSpec.durable, see durability.py) in its own process
@@ -11,7 +11,6 @@ If Redis lost its data (the epoch key is missing) and a durable counter whose lo
 is missing, the script answers "needs seed" without deciding; the seeder reads the counter's records (PostgreSQL),
 the store replays them through the reference model (seeds.py) and calls again with the rebuilt states, which the
 script writes back. That second round trip happens once per counter after a loss, never otherwise.
-
 
 script/args.py builds KEYS and ARGV (their fields: script/check_fields.py), script/assembly.py the script; a Redis
 error in the script names the .lua file and line it came from.
@@ -33,10 +32,8 @@ from apps.engine.keys import KeyLayout
 from apps.engine.limit_spec import LimitSpec
 from apps.engine.name_budget import RedisNameBudget
 from apps.engine.reference.base import Params
-from apps.engine.store.answers import answer_code, answer_now
-from apps.engine.store.base import UsageRow, usage_row
-from apps.engine.store.decide import Outcome
-from apps.engine.store.operator_tools import RedisOperatorTools, _text
+from apps.engine.store.answers import answer_code, answer_now, plan_decision, plan_outcome
+from apps.engine.store.operator_tools import RedisOperatorTools
 from apps.engine.store.plan import ItemPlan, LimitPlan, check_mode, lease_ttl_ms, plan_item
 from apps.engine.store.script.args import encode
 from apps.engine.store.script.assembly import assemble, locate
@@ -44,14 +41,13 @@ from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
 from apps.engine.store.seeds import seed_text
 from apps.engine.store.sessions import RELEASE_SCRIPT, RENEW_SCRIPT, RedisLeases
 from apps.engine.store.shaped import ShapedChecks
-from apps.engine.store.stored_decisions import row_decision, stored_outcome
+from apps.engine.store.usage_drain import RedisUsageDrain
 from apps.engine.store.warm import WarmWriter
 from apps.engine.types import (
     BatchMode,
     CheckItem,
     Decision,
     IdempotencyKeyReused,
-    LimitResult,
     Resynced,
     SeedRequest,
 )
@@ -66,7 +62,7 @@ CHECK = assemble("check.lua")
 CHECK_SCRIPT = CHECK.text
 
 
-class RedisStore(RedisOperatorTools):
+class RedisStore(RedisUsageDrain, RedisOperatorTools):
     """A Store on Redis. key_prefix: starts every key written; clock: None = Redis server time."""
 
     def __init__(
@@ -121,7 +117,7 @@ class RedisStore(RedisOperatorTools):
             return decided[0]
         plan = plan_item(self._layout, item, limits, hint)
         rows, nows = self._rows([plan], False)
-        return _decision(plan, rows[0], nows[0])
+        return plan_decision(plan, rows[0], nows[0])
 
     def _shape_keys(self, item: CheckItem, counter_keys: list[str], rebuilds: bool) -> list[str] | None:
         """The warm mark and the epoch key a shape that rebuilds reads after its counters (see shaped.ExtraKeys)."""
@@ -141,7 +137,7 @@ class RedisStore(RedisOperatorTools):
                 return decided
         plans = [plan_item(self._layout, item, limits, hint) for item, limits in pairs]
         rows, nows = self._rows(plans, atomic, client)
-        return [_decision(plan, row, now) for plan, row, now in zip(plans, rows, nows, strict=True)]
+        return [plan_decision(plan, row, now) for plan, row, now in zip(plans, rows, nows, strict=True)]
 
     def lease_acquire(
         self, item: CheckItem, limit: LimitSpec, ttl_s: int | None, others: Sequence[LimitSpec] = ()
@@ -149,7 +145,7 @@ class RedisStore(RedisOperatorTools):
         """Take a slot of concurrency `limit` in one round trip (see Store.lease_acquire)."""
         plan = plan_item(self._layout, item, [limit, *others], self._hint.now_ms(), lease_ttl_ms(ttl_s))
         rows, nows = self._rows([plan], False)
-        outcome = _outcome(plan, rows[0], nows[0])
+        outcome = plan_outcome(plan, rows[0], nows[0])
         return outcome.decision, outcome.lease_id, outcome.lease_expires
 
     def lease_renew(self, lease_id: str, ttl_s: int) -> int | None:
@@ -174,33 +170,6 @@ class RedisStore(RedisOperatorTools):
 
         warm_key = self._layout.warm_key(self.warm_writer().tag_of(key))
         return self._leases.allocations_set(key, item.customer, held, kept, warm_key)
-
-    def usage_minutes(self) -> list[int]:
-        """Minutes with usage waiting (see Store.usage_minutes)."""
-        found = self._client.scan_iter(match=self._index_base + "*", count=1000)
-        return sorted(int(_text(key)[len(self._index_base) :]) for key in found)
-
-    def usage_rows(self, minute: int) -> list[UsageRow]:
-        """The usage counted during `minute` (see Store.usage_rows)."""
-        keys = sorted(_text(key) for key in self._client.smembers(self._layout.usage_index_key(minute)))
-        return self._usage_rows_of(keys)
-
-    def _usage_rows_of(self, keys: list[str]) -> list[UsageRow]:
-        """The UsageRow of each usage hash in `keys`, read in one pipeline."""
-        pipe = self._client.pipeline(transaction=False)
-        for key in keys:
-            pipe.hgetall(key)
-        rows = []
-        for key, fields in zip(keys, pipe.execute(), strict=True):
-            counters = {_text(name): int(value) for name, value in fields.items()}
-            rows.append(usage_row(self._layout, key, counters))
-        return rows
-
-    def usage_discard(self, minute: int) -> None:
-        """Delete the usage of `minute` and its index (see Store.usage_discard)."""
-        index = self._layout.usage_index_key(minute)
-        keys = [_text(key) for key in self._client.smembers(index)]
-        self._client.delete(index, *keys)
 
     def responsive(self, node: str | None = None) -> bool:
         """Does Redis answer a PING (within the client's timeout)? node: ignored here (one Redis)."""
@@ -267,20 +236,3 @@ class RedisStore(RedisOperatorTools):
             n: seed_text(limit.spec, limit.params(now), history, now)
             for n, (limit, _), history in zip(numbers, limits, histories, strict=True)
         }
-
-
-def _decision(plan: ItemPlan, row: list[Any], now: int) -> Decision:
-    """The Decision of `plan` from its row of check.lua's answer (see its header), decided at `now`."""
-    if row[0] == -1:
-        return stored_outcome(_text(row[1])).decision
-    results = tuple(
-        LimitResult(s.name, s.algorithm, s.unit, s.quantity, row[n + 1], row[n + 2], s.shadow, row[n] == 1)
-        for s, n in zip((limit.spec for limit in plan.limits), range(4, len(row), 3), strict=True)
-    )
-    return row_decision(row, results, row[2] == 1, now)
-
-
-def _outcome(plan: ItemPlan, row: list[Any], now: int) -> Outcome:
-    if row[0] == -1:
-        return stored_outcome(_text(row[1]))
-    return Outcome(_decision(plan, row, now), plan.lease_id if row[3] > 0 else None, row[3])

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from apps.alerts.models import JobOutcome
-from apps.enforcement.counters import warm_up
+from apps.enforcement.counters import warm_trigger
 from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.engine import CheckItem
 from apps.ops.jobs import job_run
@@ -58,8 +58,8 @@ def test_the_command_prints_how_many_counters_and_how_long(store) -> None:
 
 def test_a_check_that_needs_a_seed_asks_for_a_run_at_most_every_few_seconds(store, monkeypatch) -> None:
     asked: list[list[str]] = []
-    monkeypatch.setattr(warm_up, "_trigger", asked.append)
-    monkeypatch.setattr(warm_up, "_last_asked", [float("-inf")])
+    monkeypatch.setattr(warm_trigger, "_trigger", asked.append)
+    monkeypatch.setattr(warm_trigger, "_last_asked", [float("-inf")])
     spec = spec_of(durable_limit("fixed_window"))
 
     store.check(CheckItem("acct-1", "Op"), [spec])

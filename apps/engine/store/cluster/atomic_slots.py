@@ -39,13 +39,13 @@ from typing import Any
 from apps.engine.decision_log import LOG_TTL_MS, decision_fields, log_key_of
 from apps.engine.keys import IDEMPOTENCY_TTL_MS
 from apps.engine.store.answers import answer_now
+from apps.engine.store.cluster.slots import RequestIds, merged_row, refund_call, request_ids, slot_of, split_plan
+from apps.engine.store.cluster.spread import REFUND_SCRIPT
 from apps.engine.store.logbook import item_entries
 from apps.engine.store.operator_tools import _text
 from apps.engine.store.plan import ItemPlan
 from apps.engine.store.script.args import item_descriptor
 from apps.engine.store.script.check_fields import LOOK_ONLY, REPLAYED
-from apps.engine.store.slots import RequestIds, merged_row, refund_call, request_ids, slot_of, split_plan
-from apps.engine.store.spread import REFUND_SCRIPT
 from apps.engine.types import IdempotencyKeyReused
 
 Part = tuple[int, ItemPlan]  # (the item's position in the batch, its part on one slot)

@@ -15,11 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from apps.engine.keys import IDEMPOTENCY_TTL_MS
-from apps.engine.store.operator_tools import _text
-from apps.engine.store.plan import ItemPlan
-from apps.engine.store.script.args import item_descriptor
-from apps.engine.store.script.assembly import assemble
-from apps.engine.store.slots import (
+from apps.engine.store.cluster.slots import (
     CrossSlotCheck,
     as_dry_run,
     merged_row,
@@ -29,6 +25,10 @@ from apps.engine.store.slots import (
     slot_of,
     split_plan,
 )
+from apps.engine.store.operator_tools import _text
+from apps.engine.store.plan import ItemPlan
+from apps.engine.store.script.args import item_descriptor
+from apps.engine.store.script.assembly import assemble
 from apps.engine.types import IdempotencyKeyReused
 
 REFUND_SCRIPT = assemble("refund.lua").text

@@ -27,15 +27,15 @@ from redis.exceptions import AskError, MovedError, NoScriptError, RedisClusterEx
 from apps.engine.deadline import deadline_arg, raise_if_deadline
 from apps.engine.keys import enc
 from apps.engine.store.answers import answer_code, answer_now
-from apps.engine.store.atomic_slots import AtomicSlots
 from apps.engine.store.base import UsageRow
+from apps.engine.store.cluster.atomic_slots import AtomicSlots
+from apps.engine.store.cluster.slots import reused_positions
+from apps.engine.store.cluster.spread import SpreadChecks
 from apps.engine.store.operator_tools import _text
 from apps.engine.store.plan import ItemPlan
 from apps.engine.store.redis import MAX_SEED_CALLS, RedisStore
 from apps.engine.store.script.args import encode
 from apps.engine.store.script.check_fields import NEEDS_SEED, REUSED
-from apps.engine.store.slots import CrossSlotCheck, reused_positions  # noqa: F401 - CrossSlotCheck: callers' import
-from apps.engine.store.spread import SpreadChecks
 from apps.engine.store.warm import WarmWriter
 from apps.engine.types import CheckItem, IdempotencyKeyReused
 
