@@ -215,7 +215,10 @@ SPECTACULAR_SETTINGS = {
 # ---- Celery (schedules are django-celery-beat rows, created by setup_periodic_tasks) -------------
 # Without a broker URL the embedded default passes messages through a local folder.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
-if CELERY_BROKER_URL == "filesystem://":
+EMBEDDED_BROKER = CELERY_BROKER_URL == "filesystem://"
+if EMBEDDED_BROKER:
+    # The folder transport ignores the host, but kombu warns "No hostname was supplied" at every start without one.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     _broker_dir = VAR_DIR / "celery-broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir),
