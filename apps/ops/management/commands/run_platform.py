@@ -178,8 +178,9 @@ class Command(BaseCommand):
                 )
             time.sleep(0.1)
 
-    def _prepare(self) -> str:
-        """Migrate, collect static files, load the demo data and schedule the jobs; returns the demo key."""
+    def _prepare(self) -> str | None:
+        """Migrate, collect static files, load the demo data and schedule the jobs; returns the demo key (None
+        without the demo service)."""
         Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
         for option in getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}).values():
             Path(option).mkdir(parents=True, exist_ok=True)
