@@ -28,7 +28,7 @@ install: $(BIN)/.installed ## Create .venv and install everything
 	@$(BIN)/python -c 'import secrets; print("# Written by make run for the embedded default; every variable is in .env.example.\nSECRET_KEY=" + secrets.token_urlsafe(50) + "\nDEBUG=false\nSECURE_HTTPS=false")' > .env
 	@echo "Wrote .env for the embedded default (SQLite, in-process counters, a local folder as broker)."
 
-run: install .env ## Serve the platform on embedded defaults (API, admin, worker, beat)
+run: install .env ## Serve the platform on embedded defaults (API, admin, worker, beat); PORT=8001 make run for another port
 	$(BIN)/python manage.py run_platform
 
 test: install ## Run the whole suite against real PostgreSQL and Redis, in TEST_WORKERS processes

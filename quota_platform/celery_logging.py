@@ -13,7 +13,8 @@ from typing import Any
 
 from celery.app.trace import LOG_RECEIVED, LOG_SUCCESS
 
-BEAT_JOB_TASKS = "apps.ops.tasks."
+# The beat jobs' tasks (apps/ops/jobs.py JOBS; a test keeps the two in step): all of ops', and the toggles refresh.
+BEAT_JOB_TASKS = ("apps.ops.tasks.", "apps.toggles.tasks.toggles_refresh_task")
 SENDING_DUE = "Scheduler: Sending due task"
 ROUTINE = {("celery.worker.strategy", LOG_RECEIVED), ("celery.app.trace", LOG_SUCCESS)}
 

@@ -164,6 +164,12 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 if env.bool("USE_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# ---- Serving: where `make run` (manage.py run_platform) listens, and its web workers -----------------------
+# quota_platform/gunicorn_conf.py reads the same variables (a `.env` read here reaches it through the environment).
+PORT = env.int("PORT", default=8000)
+BIND = env.str("BIND", default="") or f"127.0.0.1:{PORT}"  # host:port, [v6]:port or unix:/path; wins over PORT
+WEB_CONCURRENCY = env.int("WEB_CONCURRENCY", default=os.cpu_count() or 2)  # 1 without Redis: counters in process
+
 # ---- Internationalisation ------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -209,7 +215,10 @@ SPECTACULAR_SETTINGS = {
 # ---- Celery (schedules are django-celery-beat rows, created by setup_periodic_tasks) -------------
 # Without a broker URL the embedded default passes messages through a local folder.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
-if CELERY_BROKER_URL == "filesystem://":
+EMBEDDED_BROKER = CELERY_BROKER_URL == "filesystem://"
+if EMBEDDED_BROKER:
+    # The folder transport ignores the host, but kombu warns "No hostname was supplied" at every start without one.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     _broker_dir = VAR_DIR / "celery-broker"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir),

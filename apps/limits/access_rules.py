@@ -26,6 +26,7 @@ class AccessRule(TimeStampedModel):
     )
     api_key = models.ForeignKey(
         "apikeys.ApiKey",
+        verbose_name="API key",  # not Django's "Api key"
         to_field="prefix",
         null=True,
         blank=True,

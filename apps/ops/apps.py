@@ -15,7 +15,7 @@ class OpsConfig(AppConfig):
         # A check that needs a seed asks for a warm-up (apps/enforcement/counters/warm_up.py), which runs as this
         # app's job: wired here because enforcement does not import ops. Not with the embedded folder broker (make
         # run, tests): there the beat job's run every few seconds is the trigger, and no message is left behind.
-        if settings.CELERY_BROKER_URL == "filesystem://":
+        if settings.EMBEDDED_BROKER:
             return
         from apps.enforcement.counters.warm_trigger import warm_up_trigger_set
 

@@ -3,7 +3,8 @@
 Keys are stored hashed: a key's secret can be shown only when the key is made. So `make run` keeps the secret of
 the demo key it makes in VAR_DIR/demo-api-key (mode 600, beside admin-password) and prints it from there on every
 later run. When that file is missing, or its key was revoked, deleted or is not the demo service's, the run issues a
-new demo key and writes it; keys made otherwise (create_api_key, the admin) are never touched or printed.
+new demo key and writes it; keys made otherwise (create_api_key, the admin) are never touched or printed. A database
+without the demo service (the demo data goes only into an empty one) has no demo key.
 """
 
 from __future__ import annotations
@@ -29,15 +30,18 @@ def demo_key_usable(secret: str) -> bool:
     ).exists()
 
 
-def demo_key_ensure(*, var_dir: Path, issued: IssuedKey | None = None) -> str:
+def demo_key_ensure(*, var_dir: Path, issued: IssuedKey | None = None) -> str | None:
     """The demo key's secret: `issued` (just made by the demo load), else the one kept in VAR_DIR if it still
-    works, else a new demo key. Whatever is returned is what the file now holds."""
+    works, else a new demo key; None when there is no demo service. Whatever is returned is what the file holds."""
     path = demo_key_path(var_dir)
     if issued is None:
         kept = path.read_text().strip() if path.is_file() else ""
         if kept and demo_key_usable(kept):
             return kept
-        issued = api_key_create(service=Service.objects.get(name=DEMO_SERVICE), name=DEMO_KEY_NAME)
+        service = Service.objects.filter(name=DEMO_SERVICE).first()
+        if service is None:
+            return None
+        issued = api_key_create(service=service, name=DEMO_KEY_NAME)
     path.touch(mode=0o600)
     path.chmod(0o600)
     path.write_text(issued.secret + "\n")

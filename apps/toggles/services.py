@@ -122,7 +122,8 @@ def toggles_refresh(
             report.fetched_ok = True
             _last_known_good_write(lkg_path, document, report)
     report.config_version = config_version_current()
-    (logger.warning if report.error else logger.info)("%s", report.summary())
+    # Without a source the job runs every minute to do nothing: that is DEBUG, not a line a minute at INFO.
+    (logger.warning if report.error else logger.info if source else logger.debug)("%s", report.summary())
     return report
 
 

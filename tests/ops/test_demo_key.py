@@ -67,3 +67,8 @@ def test_a_kept_key_of_another_service_is_never_printed(tmp_path) -> None:
 
     assert secret != other.secret
     assert demo_key_usable(secret)
+
+
+def test_without_the_demo_service_there_is_no_demo_key(tmp_path) -> None:
+    assert demo_key_ensure(var_dir=tmp_path) is None
+    assert not demo_key_path(tmp_path).exists()

@@ -2,6 +2,7 @@
 
 import pytest
 from django.contrib import admin
+from django.contrib.staticfiles import finders
 from django.urls import reverse
 
 
@@ -19,3 +20,13 @@ def test_the_front_page_links_to_the_admin_the_api_docs_and_the_probes(client, d
 
 def test_view_site_in_the_admin_leads_to_the_front_page() -> None:
     assert admin.site.site_url == "/" == reverse("landing")
+
+
+@pytest.mark.django_db
+def test_the_site_has_an_icon_so_browsers_get_no_404_for_favicon_ico(client, admin_client) -> None:
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301
+    assert response["Location"] == "/static/favicon.svg"
+    assert finders.find("favicon.svg"), "the icon is a static file"
+    for page in (client.get("/"), admin_client.get("/admin/")):
+        assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page.content.decode()

@@ -7,7 +7,10 @@ import time
 import pytest
 from celery.app.trace import LOG_RECEIVED, LOG_SUCCESS
 from celery.app.trace import info as trace_info
+from django.conf import settings
+from kombu import Connection
 
+from apps.ops.jobs import JOBS
 from quota_platform.celery_logging import RoutineBeatJobsAtDebug
 from tests.support.celery_worker import celery_worker
 from tests.usage.test_celery_worker_and_beat import broker, flush_every_second  # noqa: F401 - fixtures
@@ -76,3 +79,21 @@ def test_an_idle_worker_says_nothing_per_run_at_info_and_everything_at_debug(
     for line in ROUTINE_LINES:
         assert line not in info, f"{line!r} at INFO:\n{info[-2000:]}"
         assert line in debug, f"{line!r} missing at DEBUG: the test saw no flush run"
+
+
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_every_beat_jobs_routine_lines_are_dropped_at_info(kept, job) -> None:
+    """refresh_toggles' task lives in apps/toggles: its received/succeeded lines were three INFO lines a minute."""
+    run = {"name": JOBS[job].task, "id": "1", "runtime": 0.01, "return_value": "{}"}
+    trace_info(LOG_SUCCESS, run)
+    logging.getLogger("celery.worker.strategy").info(LOG_RECEIVED, run)
+
+    assert kept.records == []
+
+
+def test_the_embedded_broker_starts_without_kombus_no_hostname_warning(caplog) -> None:
+    assert settings.EMBEDDED_BROKER, "the suite runs on the embedded folder broker"
+    with caplog.at_level(logging.WARNING, logger="kombu.connection"):
+        Connection(settings.CELERY_BROKER_URL).as_uri()
+
+    assert caplog.records == []

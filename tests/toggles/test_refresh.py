@@ -504,3 +504,11 @@ def test_the_task_returns_the_report_as_a_dict(settings, source_file: Path) -> N
     assert result["source"] == str(source_file)
     assert (result["fetched_ok"], result["toggles_created"], result["overrides_created"]) == (True, 2, 2)
     assert result["error"] is None
+
+
+def test_without_a_source_the_minutely_refresh_logs_nothing_at_info(caplog, tmp_path: Path) -> None:
+    with caplog.at_level(logging.INFO, logger="apps.toggles.services"):
+        report = toggles_refresh(source="", lkg_path=tmp_path / "lkg.json")
+
+    assert "no source configured" in report.summary()
+    assert [record for record in caplog.records if record.levelno >= logging.INFO] == []

@@ -25,6 +25,17 @@ Progress = Callable[[float, int], None]
 PROGRESS_EVERY_S = 0.2
 # A refused aggressive acquire waits the platform's retry time, at least / at most this long (jittered).
 RETRY_FLOOR_S, RETRY_CAP_S = 0.05, 0.5
+# Waiting for the platform to serve a configuration just written: a key and customers reach each server process
+# with its next config snapshot (QUOTA_SNAPSHOT_POLL_S, 0.5 s by default). Polled this often, up to the timeout;
+# the answers asked in a row cover a server's several workers, each with a snapshot of its own.
+READY_POLL_S = 0.25
+READY_STREAK = 5
+# Answers meaning "not yet": the key is unknown to the server (401), or it sent too many unknown keys (429).
+NOT_YET_STATUSES = (401, 429)
+
+
+class NotReady(Exception):
+    """The platform did not serve the key and the scenario's customers within the timeout; says what it answered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +81,36 @@ class Generator:
         self.record.finished_ms = now_ms()
         self.client.close()
         return self.record
+
+    def wait_ready(self, timeout_s: float) -> float:
+        """Wait until the platform accepts the key and knows the scenario's customers (a configuration just
+        imported reaches its processes with their next snapshot); returns the seconds waited. Reads a customer's
+        limits (a dry run: counts nothing). Raises NotReady with the last answer after `timeout_s`."""
+        customers = [*self.scenario.aggressive_customers(), *self.scenario.common_customers()]
+        path = f"/api/v1/customers/{quote(customers[-1], safe='')}/limits"
+        started = time.monotonic()
+        streak, last = 0, "no answer yet"
+        while streak < READY_STREAK:
+            try:
+                response = self.client.exchange("GET", path)
+            except QuotaError as error:
+                ready, last = False, str(error)
+            else:
+                answer = wire.json_of(response) or {}
+                ready = response.status == 200 and bool(answer.get("known"))
+                if response.status == 200:
+                    last = f"customer {customers[-1]} {'known' if ready else 'not known yet'}"
+                elif response.status in NOT_YET_STATUSES:
+                    last = f"HTTP {response.status}: {wire.error_detail(answer)[1] or 'key not accepted'}"
+                else:
+                    raise NotReady(f"the platform answered HTTP {response.status}: {response.body[:300]!r}")
+            streak = streak + 1 if ready else 0
+            if streak >= READY_STREAK:
+                break
+            if time.monotonic() - started > timeout_s:
+                raise NotReady(f"not ready after {timeout_s:g} s; last answer: {last.rstrip('.')}")
+            time.sleep(READY_POLL_S if not ready else 0.0)
+        return time.monotonic() - started
 
     def _work(self) -> list[tuple[Callable[..., None], str, int]]:
         work: list[tuple[Callable[..., None], str, int]] = []

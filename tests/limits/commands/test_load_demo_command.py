@@ -1,4 +1,5 @@
-"""manage.py load_demo: the seed scenarios, through the import, safe to run twice."""
+"""manage.py load_demo: the seed scenarios, through the import, into an empty database only: safe to run twice, and
+an operator's configuration (their edits to the demo's own limits too) is never overwritten unless --force."""
 
 import hashlib
 import re
@@ -13,15 +14,16 @@ from apps.limits.models import AccessRule, Limit, Override
 from tests.api_fixtures import client_with
 from tests.enforcement.fallback.test_failure_policies import dead_redis  # noqa: F401 -- a fixture used here
 from tests.limits.config_io.helpers import row_counts, row_state
+from tests.limits.factories import OperationFactory
 
 pytestmark = pytest.mark.django_db
 
 KEY_LINE = re.compile(r"^  (qp_[0-9a-f]{8}\.\S+)$", re.MULTILINE)
 
 
-def load_demo() -> str:
+def load_demo(*args: str) -> str:
     out = StringIO()
-    call_command("load_demo", stdout=out)
+    call_command("load_demo", *args, stdout=out)
     return out.getvalue()
 
 
@@ -65,9 +67,31 @@ def test_running_it_twice_creates_nothing_the_second_time() -> None:
 
     assert row_counts() == counts
     assert row_state() == state
-    assert "no changes" in output
+    assert "not loaded: this database holds a configuration already" in output
+    assert "Nothing changed" in output
     assert KEY_LINE.search(output) is None
+
+
+def test_an_edited_demo_limit_is_kept_and_only_force_sets_it_back() -> None:
+    load_demo()
+    Limit.objects.filter(name="modify-shard-count-daily").update(quantity=20)
+
+    load_demo()
+    assert Limit.objects.get(name="modify-shard-count-daily").quantity == 20
+
+    output = load_demo("--force")
+    assert Limit.objects.get(name="modify-shard-count-daily").quantity == 10
+    assert "limit 20 → 10" in output
     assert "demo-service already has an active API key" in output
+
+
+def test_a_database_that_ever_had_an_operation_gets_no_demo() -> None:
+    operation = OperationFactory(name="OwnOperation")
+    assert "not loaded" in load_demo()
+    operation.delete()  # the operator emptied the configuration: the history still holds it
+
+    assert "not loaded" in load_demo()
+    assert not Limit.objects.exists()
 
 
 @pytest.mark.usefixtures("dead_redis")

@@ -1,27 +1,112 @@
-"""`make run`: prepare the embedded default and serve the API, admin, workers (one per queue) and beat until Ctrl-C."""
+"""`make run`: prepare the embedded default and serve the API, admin, workers (one per queue) and beat until Ctrl-C.
+
+Where it listens comes from settings (BIND, PORT, WEB_CONCURRENCY: the environment or .env). A busy address stops
+it before anything starts, and the banner is printed only once gunicorn listens, so it never announces a server that
+is not there.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.limits.config_io import DEMO_SERVICE, demo_load
 from apps.ops.demo_key import demo_key_ensure, demo_key_path
 
 ADMIN_USERNAME = "admin"
 POLL_INTERVAL_S = 0.5
+# gunicorn binds its socket before loading the app; a master that does not listen within this has failed.
+LISTEN_TIMEOUT_S = 60.0
+DEFAULT_PORT = 8000  # gunicorn's, for a BIND naming a host alone
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where gunicorn listens: a TCP host and port, or a Unix socket path (host and port then unused)."""
+
+    bind: str  # as gunicorn takes it
+    host: str = ""
+    port: int = 0
+    unix_path: str = ""
+
+    @property
+    def local_host(self) -> str:
+        """The host a browser on this machine opens: the loopback address for a wildcard one."""
+        wildcard = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104 - names the wildcard
+        host = wildcard.get(self.host, self.host)
+        return f"[{host}]" if ":" in host else host
+
+    def url(self, path: str) -> str:
+        if self.unix_path:
+            return f"{self.bind} {path}"
+        return f"http://{self.local_host}:{self.port}{path}"
+
+
+def address_of(bind: str) -> Address:
+    """Parse a gunicorn bind (host:port, [v6]:port, host, unix:/path); ValueError says what is wrong."""
+    if bind.startswith("unix:"):
+        return Address(bind=bind, unix_path=bind.removeprefix("unix:"))
+    if bind.startswith("["):
+        host, _, rest = bind[1:].partition("]")
+        port_text = rest.removeprefix(":")
+    elif bind.count(":") == 1:
+        host, port_text = bind.split(":")
+    else:
+        host, port_text = bind, ""
+    port = int(port_text) if port_text.isdigit() else (DEFAULT_PORT if not port_text else -1)
+    if not 0 < port < 65536:
+        raise ValueError(f"BIND={bind!r} is not host:port with a port from 1 to 65535 (e.g. 127.0.0.1:8000).")
+    return Address(bind=f"[{host}]:{port}" if ":" in host else f"{host}:{port}", host=host, port=port)
+
+
+def address_check_free(address: Address) -> None:
+    """Raise CommandError, naming the port and how to pick another, when gunicorn could not bind `address`.
+    Binds as gunicorn does (SO_REUSEADDR: a port left in TIME_WAIT is free, one a server listens on is not)."""
+    if address.unix_path:
+        return  # gunicorn replaces a stale socket file itself
+    try:
+        infos = socket.getaddrinfo(address.host or None, address.port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        raise CommandError(f"BIND names the host {address.host!r}, which does not resolve ({error}).") from None
+    family, kind, proto, _, sockaddr = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(sockaddr)
+        except OSError as error:
+            why = "is already in use" if error.errno == errno.EADDRINUSE else f"cannot be used ({error.strerror})"
+            raise CommandError(
+                f"Port {address.port} ({address.bind}) {why}: is another `make run` or server on it? Nothing was "
+                f"started. Pick another port with PORT, e.g. `PORT={address.port + 1} make run` (or PORT=... in "
+                ".env; BIND=host:port sets the host too)."
+            ) from None
+
+
+def address_listening(address: Address) -> bool:
+    family = socket.AF_UNIX if address.unix_path else socket.AF_INET6 if ":" in address.local_host else socket.AF_INET
+    target: Any = address.unix_path or (address.local_host.strip("[]"), address.port)
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(target)
+        except OSError:
+            return False
+    return True
 
 
 def worker_commands(python: str) -> list[list[str]]:
@@ -38,28 +123,64 @@ def worker_commands(python: str) -> list[list[str]]:
 
 
 class Command(BaseCommand):
-    help = "Migrate, load demo data, and serve the API + admin (gunicorn) with Celery workers and beat."
+    help = (
+        "Migrate, load the demo data into an empty database, and serve the API + admin (gunicorn) with Celery "
+        "workers and beat until Ctrl-C. Configured by the environment or .env: BIND (host:port, [v6]:port or "
+        "unix:/path; default 127.0.0.1:$PORT), PORT (default 8000), WEB_CONCURRENCY (web workers, used with "
+        "REDIS_URL; without it one worker holds the counters). A busy port stops it before anything starts."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--port", type=int, default=None, help="Listen on this port (on BIND's host) instead of PORT's."
+        )
         parser.add_argument("--no-worker", action="store_true", help="Serve HTTP only, without Celery workers/beat.")
 
-    def handle(self, *args: Any, port: int, no_worker: bool, **options: Any) -> None:
+    def handle(self, *args: Any, port: int | None, no_worker: bool, **options: Any) -> None:
+        address = self._address(port)
+        address_check_free(address)
         demo_key = self._prepare()
         password = self._admin_password()
-        processes = self._start(port, with_worker=not no_worker)
+        processes = self._start(address, with_worker=not no_worker)
+        self._wait_listening(address, processes)
         self.stdout.write(self.style.SUCCESS("\nQuota Platform is running."))
-        self.stdout.write(f"  Admin:  http://127.0.0.1:{port}/admin/   login: {ADMIN_USERNAME} / {password}")
-        self.stdout.write(f"  API:    http://127.0.0.1:{port}/api/docs/   health: http://127.0.0.1:{port}/healthz")
-        self.stdout.write(
-            f"  Demo API key ({DEMO_SERVICE}): {demo_key}   (kept in {demo_key_path(Path(settings.VAR_DIR))})"
-        )
+        self.stdout.write(f"  Admin:  {address.url('/admin/')}   login: {ADMIN_USERNAME} / {password}")
+        self.stdout.write(f"  API:    {address.url('/api/docs/')}   health: {address.url('/healthz')}")
+        if demo_key is None:
+            self.stdout.write(f"  No demo API key: this database has no {DEMO_SERVICE} (make keys in the admin).")
+        else:
+            kept = demo_key_path(Path(settings.VAR_DIR))
+            self.stdout.write(f"  Demo API key ({DEMO_SERVICE}): {demo_key}   (kept in {kept})")
         self.stdout.write("  Stop with Ctrl-C.\n")
         self.stdout.flush()
         self._supervise(processes)
 
-    def _prepare(self) -> str:
-        """Migrate, collect static files, load the demo data and schedule the jobs; returns the demo key."""
+    def _address(self, port: int | None) -> Address:
+        try:
+            address = address_of(settings.BIND)
+            if port is not None:
+                if address.unix_path:
+                    raise ValueError(f"--port does not apply: BIND={settings.BIND!r} is a Unix socket.")
+                address = address_of(f"[{address.host}]:{port}" if ":" in address.host else f"{address.host}:{port}")
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+        return address
+
+    def _wait_listening(self, address: Address, processes: list[subprocess.Popen[bytes]]) -> None:
+        """Until gunicorn (the first process) listens; if it stops first, stop the others and fail."""
+        deadline = time.monotonic() + LISTEN_TIMEOUT_S
+        while not address_listening(address):
+            if processes[0].poll() is not None or time.monotonic() > deadline:
+                self._stop(processes)
+                raise CommandError(
+                    f"The web server did not start listening on {address.bind} (its output is above); "
+                    "everything was shut down."
+                )
+            time.sleep(0.1)
+
+    def _prepare(self) -> str | None:
+        """Migrate, collect static files, load the demo data and schedule the jobs; returns the demo key (None
+        without the demo service)."""
         Path(settings.VAR_DIR).mkdir(parents=True, exist_ok=True)
         for option in getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}).values():
             Path(option).mkdir(parents=True, exist_ok=True)
@@ -67,9 +188,9 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Collecting static files …")
         call_command("collectstatic", interactive=False, verbosity=0)
-        self.stdout.write("Loading the demo data …")
+        self.stdout.write("Loading the demo data (into an empty database only) …")
         loaded = demo_load()
-        self.stdout.write("Demo data: " + "\n".join(loaded.report.lines()))
+        self.stdout.write("Demo data: " + "\n".join(loaded.lines()))
         self.stdout.write("Scheduling the beat jobs (flush, rollup, purge, toggle refresh) …")
         call_command("setup_periodic_tasks", stdout=self.stdout)
         return demo_key_ensure(var_dir=Path(settings.VAR_DIR), issued=loaded.issued_key)
@@ -89,20 +210,14 @@ class Command(BaseCommand):
             user.save()
         return password
 
-    def _start(self, port: int, *, with_worker: bool) -> list[subprocess.Popen[bytes]]:
+    def _start(self, address: Address, *, with_worker: bool) -> list[subprocess.Popen[bytes]]:
         python = sys.executable
-        gunicorn = [
-            python,
-            "-m",
-            "gunicorn",
-            "-c",
-            "python:quota_platform.gunicorn_conf",
-            "--bind",
-            f"127.0.0.1:{port}",
-        ]
-        if not settings.REDIS_URL:
-            # In-process counters only add up inside one process.
-            gunicorn += ["--workers", "1"]
+        # In-process counters only add up inside one process.
+        workers = settings.WEB_CONCURRENCY if settings.REDIS_URL else 1
+        if workers != settings.WEB_CONCURRENCY:
+            self.stdout.write(f"Web workers: 1, not WEB_CONCURRENCY={settings.WEB_CONCURRENCY} (that takes REDIS_URL).")
+        gunicorn = [python, "-m", "gunicorn", "-c", "python:quota_platform.gunicorn_conf", "--bind", address.bind]
+        gunicorn += ["--workers", str(workers)]
         commands = [gunicorn + ["quota_platform.wsgi"]]
         if with_worker:
             commands += worker_commands(python)
@@ -127,11 +242,14 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         while not stopping and all(process.poll() is None for process in processes):
             time.sleep(POLL_INTERVAL_S)
+        self._stop(processes)
+        if not stopping:
+            self.stderr.write("A server process stopped on its own; see its output above. Everything was shut down.")
+            sys.exit(1)
+
+    def _stop(self, processes: list[subprocess.Popen[bytes]]) -> None:
         for process in processes:
             if process.poll() is None:
                 process.terminate()
         for process in processes:
             process.wait(timeout=30)
-        if not stopping:
-            self.stderr.write("A server process stopped on its own; see its output above. Everything was shut down.")
-            sys.exit(1)

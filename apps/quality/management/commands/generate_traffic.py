@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from apps.quality.synthetic import Generator, Scenario
+from apps.quality.synthetic.runner import NotReady
 from apps.quality.synthetic.scenario import SERVICE
 from apps.quality.synthetic.setup import synthetic_setup
 
@@ -21,7 +22,9 @@ class Command(BaseCommand):
         "Run the synthetic traffic of seed 004 against a running platform over HTTP: common users with random "
         "short sessions (some left to expire) and aggressive users holding as many equal sessions as their limits "
         "allow, plus window-limited checks. --setup first imports the scenario's operations, plans, customers and "
-        "limits (and issues an API key when none is given). Prints per customer what it held and opened."
+        "limits (and issues an API key when none is given). Before the traffic it waits (--ready-timeout) until the "
+        "platform accepts the key and knows the scenario's customers. Prints per customer what it held and opened; "
+        "exits with status 1 when the platform is not ready or any user thread stopped on an error."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -36,6 +39,12 @@ class Command(BaseCommand):
         parser.add_argument("--setup", action="store_true", help="Import the scenario's configuration first.")
         parser.add_argument("--setup-only", action="store_true", help="Import the configuration, run nothing.")
         parser.add_argument("--json", action="store_true", help="Print the record as JSON instead of text.")
+        parser.add_argument(
+            "--ready-timeout",
+            type=float,
+            default=30.0,
+            help="Seconds to wait for the platform to accept the key and serve the scenario's configuration.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -63,13 +72,27 @@ class Command(BaseCommand):
             generator = Generator(scenario, options["url"], api_key)
         except ValueError as error:
             raise CommandError(str(error)) from None
+        try:
+            waited_s = generator.wait_ready(options["ready_timeout"])
+        except NotReady as error:
+            generator.client.close()
+            raise CommandError(
+                f"The platform at {options['url']} does not serve this key and the scenario's customers yet: {error}. "
+                "Is it running on this database (the same DATABASE_URL or VAR_DIR), and the key right? A slow start "
+                "may need a longer --ready-timeout."
+            ) from None
+        if waited_s >= 1:
+            self.stderr.write(f"The platform serves the configuration (waited {waited_s:.1f} s).")
         record = self._run(generator)
-        if generator.errors:
-            self.stderr.write(f"{len(generator.errors)} user threads stopped on an error; first: {generator.errors[0]}")
         if options["json"]:
             self.stdout.write(json.dumps({**record.to_json(), "errors": generator.errors}, indent=2))
         else:
             self.stdout.write("\n".join(record.summary_lines()))
+        if generator.errors:
+            raise CommandError(
+                f"{len(generator.errors)} user threads stopped on an error, so the record above is incomplete; "
+                f"first: {generator.errors[0]}"
+            )
 
     def _run(self, generator: Generator) -> Any:
         total = generator.scenario.duration_s
