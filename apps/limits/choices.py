@@ -39,7 +39,7 @@ class Mode(models.TextChoices):
 class StoreFailurePolicy(models.TextChoices):
     OPEN = "open", "open: admit"
     CLOSED = "closed", "closed: refuse with 503"
-    DATABASE = "database", "database: count in PostgreSQL per minute"
+    DATABASE = "database", "database: count in PostgreSQL (sub-minute limits: each instance's share)"
     LOCAL = "local", "local: enforce in process, limit ÷ instances"
 
 
