@@ -68,6 +68,20 @@ class Command(BaseCommand):
                 return
         if not api_key:
             raise CommandError("Give --api-key (a service-wide key), or --setup to issue one.")
+        generator = self._ready_generator(scenario, options, api_key)
+        record = self._run(generator)
+        if options["json"]:
+            self.stdout.write(json.dumps({**record.to_json(), "errors": generator.errors}, indent=2))
+        else:
+            self.stdout.write("\n".join(record.summary_lines()))
+        if generator.errors:
+            raise CommandError(
+                f"{len(generator.errors)} user threads stopped on an error, so the record above is incomplete; "
+                f"first: {generator.errors[0]}"
+            )
+
+    def _ready_generator(self, scenario: Scenario, options: dict[str, Any], api_key: str) -> Generator:
+        """The generator, once the platform serves its key and the scenario's customers (CommandError if not)."""
         try:
             generator = Generator(scenario, options["url"], api_key)
         except ValueError as error:
@@ -83,16 +97,7 @@ class Command(BaseCommand):
             ) from None
         if waited_s >= 1:
             self.stderr.write(f"The platform serves the configuration (waited {waited_s:.1f} s).")
-        record = self._run(generator)
-        if options["json"]:
-            self.stdout.write(json.dumps({**record.to_json(), "errors": generator.errors}, indent=2))
-        else:
-            self.stdout.write("\n".join(record.summary_lines()))
-        if generator.errors:
-            raise CommandError(
-                f"{len(generator.errors)} user threads stopped on an error, so the record above is incomplete; "
-                f"first: {generator.errors[0]}"
-            )
+        return generator
 
     def _run(self, generator: Generator) -> Any:
         total = generator.scenario.duration_s
