@@ -1,8 +1,6 @@
 """Smoke test of `make run`'s server: embedded defaults, started as a real subprocess; one worker per queue."""
 
-import os
 import re
-import secrets
 import signal
 import sqlite3
 import subprocess
@@ -18,6 +16,7 @@ from django.conf import settings
 from apps.alerts.tasks import alert_event_deliver_task
 from apps.ops.jobs import JOBS
 from apps.ops.management.commands.run_platform import worker_commands
+from tests.ops.platform_env import platform_env
 from tests.servers import free_port, repository_root
 
 STARTUP_TIMEOUT_S = 120
@@ -84,14 +83,7 @@ def test_make_run_starts_the_accounting_worker_apart_from_the_others_and_beat_on
 @pytest.fixture
 def embedded_platform(tmp_path):
     port = free_port()
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp_path),
-        "ENV_FILE": "",
-        "VAR_DIR": str(tmp_path / "var"),
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "SECURE_HTTPS": "false",
-    }
+    env = platform_env(tmp_path)
     log = open(tmp_path / "out.log", "wb")  # noqa: SIM115 - closed when the process is gone
     process = subprocess.Popen(
         [sys.executable, "manage.py", "run_platform", "--port", str(port)],

@@ -2,9 +2,7 @@
 printed by the next run on the same VAR_DIR. Real subprocesses on the embedded defaults."""
 
 import json
-import os
 import re
-import secrets
 import signal
 import subprocess
 import sys
@@ -13,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ops.platform_env import platform_env
 from tests.ops.test_run_platform import wait_until_healthy
 from tests.servers import free_port, repository_root
 
@@ -25,14 +24,7 @@ def run_until_served(home: Path, run: str) -> tuple[str, str]:
     """Start `manage.py run_platform` (HTTP only) on `home`'s VAR_DIR, wait for it, stop it: (its base URL, its
     output). While it serves, the banner's key makes a check."""
     port = free_port()
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "ENV_FILE": "",
-        "VAR_DIR": str(home / "var"),
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "SECURE_HTTPS": "false",
-    }
+    env = platform_env(home)
     log_path = home / f"{run}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and manage.py

@@ -3,8 +3,6 @@ environment or .env, and a busy port stops it at once, naming the port and how t
 `manage.py run_platform` processes on the embedded defaults (what `make run` starts)."""
 
 import json
-import os
-import secrets
 import signal
 import socket
 import sqlite3
@@ -18,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ops.platform_env import platform_env
 from tests.ops.test_run_platform import wait_until_healthy
 from tests.ops.test_run_platform_banner import banner_key
 from tests.servers import free_port, repository_root
@@ -26,18 +25,6 @@ pytestmark = pytest.mark.slow
 
 DEMO_LIMIT = "modify-shard-count-daily"
 BUSY_EXIT_WITHIN_S = 20  # no migrate, no children: the check comes first
-
-
-def platform_env(home: Path, **extra: str) -> dict[str, str]:
-    return {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "ENV_FILE": "",
-        "VAR_DIR": str(home / "var"),
-        "SECRET_KEY": secrets.token_urlsafe(50),
-        "SECURE_HTTPS": "false",
-        **extra,
-    }
 
 
 @contextmanager

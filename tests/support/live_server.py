@@ -3,6 +3,7 @@ pointed at this test's database and Redis key prefix."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -82,3 +83,17 @@ class LiveServer:
             except OSError:
                 time.sleep(0.1)
         raise RuntimeError(f"gunicorn did not become healthy:\n{self.log_path.read_text()}")
+
+
+def post_status(url: str, key: str, body: dict[str, object], path: str = "/api/v1/check") -> int:
+    """The HTTP status a live server answers a JSON POST of `body` to `path` with API key `key`."""
+    request = urllib.request.Request(  # noqa: S310 - loopback
+        f"{url}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code

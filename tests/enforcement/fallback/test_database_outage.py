@@ -1,16 +1,13 @@
 """PostgreSQL down: checks keep being decided from the in-process snapshot and Redis, and a worker
 started during the outage serves from the last-known-good snapshot file."""
 
-import json
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 
 import pytest
 
 from tests.servers import PostgresServer, repository_root
-from tests.support.live_server import LiveServer
+from tests.support.live_server import LiveServer, post_status
 
 LIMITS = """
 operations: [{name: Read}]
@@ -30,16 +27,7 @@ def manage(*args: str, env: dict, stdin: str | None = None) -> str:
 
 
 def check(server: LiveServer, key: str) -> int:
-    request = urllib.request.Request(  # noqa: S310 - loopback
-        f"{server.url}/api/v1/check",
-        data=json.dumps({"customer": "acct-1", "operation": "Read"}).encode(),
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
+    return post_status(server.url, key, {"customer": "acct-1", "operation": "Read"})
 
 
 @pytest.mark.slow

@@ -5,10 +5,7 @@ more is still counted in PostgreSQL in windows of its period.
 Redis is a real redis-server that answers a first check and is then killed (connection refused from then on).
 """
 
-import json
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -26,7 +23,7 @@ from apps.limits.models import StoreFailurePolicy
 from tests.apikeys.factories import ServiceFactory
 from tests.limits.factories import LimitFactory, OperationFactory
 from tests.servers import RedisServer
-from tests.support.live_server import LiveServer
+from tests.support.live_server import LiveServer, post_status
 
 pytestmark = pytest.mark.django_db
 
@@ -125,16 +122,7 @@ WORKERS = 2
 
 
 def live_check(url: str, key: str) -> int:
-    request = urllib.request.Request(  # noqa: S310 - loopback
-        f"{url}/api/v1/check",
-        data=json.dumps(item("PutRecords")).encode(),
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
+    return post_status(url, key, item("PutRecords"))
 
 
 @pytest.mark.slow
