@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
+import subprocess
 from pathlib import Path
 
 
@@ -18,3 +20,15 @@ def platform_env(home: Path, **extra: str) -> dict[str, str]:
         "SECURE_HTTPS": "false",
         **extra,
     }
+
+
+def platform_stop(process: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C, as a person stops `make run`; killed if it has not ended within a minute."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -16,7 +16,7 @@ from django.conf import settings
 from apps.alerts.tasks import alert_event_deliver_task
 from apps.ops.jobs import JOBS
 from apps.ops.management.commands.run_platform import worker_commands
-from tests.ops.platform_env import platform_env
+from tests.ops.platform_env import platform_env, platform_stop
 from tests.servers import free_port, repository_root
 
 STARTUP_TIMEOUT_S = 120
@@ -96,13 +96,7 @@ def embedded_platform(tmp_path):
         wait_until_healthy(f"http://127.0.0.1:{port}/healthz", process, tmp_path / "out.log")
         yield f"http://127.0.0.1:{port}", process, tmp_path
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        platform_stop(process)
         log.close()
 
 

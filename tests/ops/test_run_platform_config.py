@@ -3,7 +3,6 @@ environment or .env, and a busy port stops it at once, naming the port and how t
 `manage.py run_platform` processes on the embedded defaults (what `make run` starts)."""
 
 import json
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ops.platform_env import platform_env
+from tests.ops.platform_env import platform_env, platform_stop
 from tests.ops.test_run_platform import wait_until_healthy
 from tests.ops.test_run_platform_banner import banner_key
 from tests.servers import free_port, repository_root
@@ -43,12 +42,7 @@ def served(home: Path, run: str, url: str, **env: str) -> Iterator[Path]:
             wait_until_healthy(url, process, log_path)
             yield log_path
         finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            platform_stop(process)
 
 
 def demo_limit_quantity(home: Path) -> int:
