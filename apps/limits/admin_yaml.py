@@ -19,6 +19,7 @@ from apps.limits.admin_yaml_services import (
     Preview,
     PreviewStale,
     report_lines,
+    report_table,
     yaml_apply,
     yaml_export,
     yaml_export_allowed,
@@ -72,6 +73,7 @@ def _preview_page(
         form=UploadForm(initial={"prune": preview.prune}),
         preview=preview,
         lines=report_lines(preview.report) if preview.report else [],
+        diff=report_table(preview.report) if preview.report else [],
         apply_form=apply_form,
         stale=stale,
     )
