@@ -112,6 +112,8 @@ def _apply(request: HttpRequest, model_admin: admin.ModelAdmin) -> HttpResponse:
         return _preview_page(request, model_admin, stale.preview, stale=True)
     counts = ", ".join(line for line in report_lines(report) if not line.startswith(" "))
     messages.success(request, f"The configuration was imported in one transaction: {counts}.")
+    for warning in report.warnings:
+        messages.warning(request, warning[:1].upper() + warning[1:])
     return HttpResponseRedirect(reverse("admin:limits_limit_changelist"))
 
 

@@ -253,3 +253,13 @@ def test_the_preview_is_a_table_of_added_changed_and_removed_with_before_and_aft
         '<td class="diff-arrow">→</td><td class="diff-after"><code>20</code></td>'
     ) in page
     assert '<tr class="diff-removed"><td class="diff-change">removed</td><td class="diff-entry">gone</td>' in page
+
+
+def test_the_preview_warns_about_an_operation_left_without_a_limit(admin_client) -> None:
+    response = upload(
+        admin_client,
+        FILE.replace("operations: [{name: ListStreams}]", "operations: [{name: ListStreams}, {name: ListStreamz}]"),
+    )
+
+    page = response.content.decode()
+    assert '<ul class="messagelist" id="yaml-warnings"><li class="warning">Operation “ListStreamz” has no limit' in page
