@@ -185,3 +185,22 @@ def test_refresh_toggles_records_its_outcome_like_the_other_beat_jobs(admin_clie
     refresh_toggles_task.apply().get()
     recovered = JobOutcome.objects.get(name="refresh_toggles")
     assert (recovered.failures_in_a_row, recovered.last_success_at is not None) == (0, True)
+
+
+def test_a_callers_own_local_limiter_refusals_do_not_make_it_the_most_throttled(admin_client, engine) -> None:
+    UsageMinute.objects.create(customer="acct-shaping", operation="Op", bucket=minute(1), allowed=10, denied=900,
+                               local_denied=900)  # fmt: skip
+    UsageMinute.objects.create(customer="acct-refused", operation="Op", bucket=minute(1), allowed=10, denied=30,
+                               local_denied=5)  # fmt: skip
+    UsageHour.objects.create(customer="acct-shaping", operation="Op", bucket=this_hour(), denied=900, local_denied=900)
+
+    board = dashboard_build()
+    page = admin_client.get("/admin/").content.decode()
+
+    assert [(row.customer, row.throttled, row.local_denied) for row in board.throttled_now] == [("acct-refused", 25, 5)]
+    assert board.throttled_today == []
+    assert 'data-label="acct-shaping"' not in page
+    row = page[page.index('<tr data-customer="acct-refused">') :].split("</tr>")[0]
+    assert '<td class="throttled">25</td>' in row
+    assert '<td class="local-denied">5</td>' in row
+    assert "Also refused by its own local limiter" in page
