@@ -118,6 +118,11 @@ def violation_rows(report: dict[str, Any]) -> list[ViolationRow]:
     return rows
 
 
+def chart(title: str, labels: Sequence[str], series: Sequence[Series], y_label: str, x_label: str) -> Chart:
+    svg = line_chart_svg(title=title, x_labels=labels, series=series, y_label=y_label, x_label=x_label)
+    return Chart(title, svg)
+
+
 def monopolization_chart(report: dict[str, Any], kind: str, names: Sequence[str], edges: Sequence[int]) -> Chart:
     scopes = report.get(f"{kind}s", {})
     series = [
@@ -127,15 +132,8 @@ def monopolization_chart(report: dict[str, Any], kind: str, names: Sequence[str]
         for index, name in enumerate(names)
         if name in scopes
     ]
-    title = f"Monopolization over time, top {kind}s"
-    svg = line_chart_svg(
-        title=title,
-        x_labels=time_labels(edges),
-        series=series,
-        y_label="score (1 = one limit used up)",
-        x_label="time (UTC), the highest score in each span",
-    )
-    return Chart(title, svg)
+    title, x_label = f"Monopolization over time, top {kind}s", "time (UTC), the highest score in each span"
+    return chart(title, time_labels(edges), series, "score (1 = one limit used up)", x_label)
 
 
 def scope_customers(scope: Scope, report: dict[str, Any]) -> list[str]:
@@ -159,30 +157,12 @@ def scope_held(run: AuditRun, scope: Scope, edges: Sequence[int]) -> list[int]:
 
 def scope_charts(scope: Scope, held: list[int], points: list[list[float]], edges: Sequence[int]) -> list[Chart]:
     """The chosen scope's leases held at once and its monopolization score over the range."""
-    labels, x_label = time_labels(edges), "time (UTC), the most in each span"
-    held_title = f"Sessions held at once, {scope.kind} {scope.name}"
-    score_title = f"Monopolization over time, {scope.kind} {scope.name}"
+    labels, x_label, named = time_labels(edges), "time (UTC), the most in each span", f"{scope.kind} {scope.name}"
+    held_line = Series("held", "leases held at once", COLORS[1], held)
+    score_line = Series("score", "monopolization score", COLORS[0], points_per_bucket(points, edges))
     return [
-        Chart(
-            held_title,
-            line_chart_svg(
-                title=held_title,
-                x_labels=labels,
-                series=[Series("held", "leases held at once", COLORS[1], held)],
-                y_label="leases",
-                x_label=x_label,
-            ),
-        ),
-        Chart(
-            score_title,
-            line_chart_svg(
-                title=score_title,
-                x_labels=labels,
-                series=[Series("score", "monopolization score", COLORS[0], points_per_bucket(points, edges))],
-                y_label="score",
-                x_label=x_label,
-            ),
-        ),
+        chart(f"Sessions held at once, {named}", labels, [held_line], "leases", x_label),
+        chart(f"Monopolization over time, {named}", labels, [score_line], "score", x_label),
     ]
 
 

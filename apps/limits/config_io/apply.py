@@ -59,13 +59,8 @@ def config_import(
         outcome = config_parse(document, prune=prune)
         parsed, errors, refused = outcome.parsed, list(outcome.errors), set(outcome.refused)
         report = ImportReport(dry_run=dry_run, sections={name: SectionReport() for name in parsed})
-        lookup = Lookup()
         sections = SOURCE_SECTION_BY_NAME if source == RuleSource.EXTERNAL else SECTION_BY_NAME
-        for name, entries in parsed.items():
-            before = len(errors)
-            _upsert_section(sections[name], entries, lookup, report.sections[name], errors)
-            if len(errors) > before:
-                refused.add(name)
+        refused |= _upsert_sections(sections, parsed, report, errors)
         if prune:
             for name in reversed(parsed):
                 if name not in refused:
@@ -77,6 +72,19 @@ def config_import(
         if dry_run:
             transaction.set_rollback(True)
     return report
+
+
+def _upsert_sections(
+    sections: dict[str, Section], parsed: dict[str, list[ParsedEntry]], report: ImportReport, errors: list[str]
+) -> set[str]:
+    """Create or update every parsed entry, section by section; the sections with an entry the models refused."""
+    lookup, refused = Lookup(), set()
+    for name, entries in parsed.items():
+        before = len(errors)
+        _upsert_section(sections[name], entries, lookup, report.sections[name], errors)
+        if len(errors) > before:
+            refused.add(name)
+    return refused
 
 
 def _operations_without_limits(parsed: dict[str, list[ParsedEntry]]) -> list[str]:
