@@ -1,18 +1,23 @@
 """Admin for services and their API keys.
 
 A key is only ever issued by `api_key_create`: the add form collects service, customer and name,
-the service makes and hashes the secret, and the page after saving shows the secret once. It is
-rendered straight into that response, never put in the session or a message.
+the service makes and hashes the secret, and the browser is redirected (post/redirect/get) to a page that
+shows the secret once. The secret crosses that redirect split in two, neither half telling anything alone:
+the session keeps it XOR a random mask of its length, a short-lived cookie scoped to that page keeps the mask.
+The page takes both (popping the session's half), so a reload, or anyone with only the session store or
+only the cookie, sees no secret; nothing else (a message, a URL, a log) ever holds it.
 """
 
+import secrets
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.cache import add_never_cache_headers
 
 from apps.apikeys.models import ApiKey, Service
@@ -24,6 +29,14 @@ HASH_PREVIEW_CHARS = 8
 # Where save_form leaves the freshly issued key for response_add, on this request only.
 ISSUED_KEY_ATTRIBUTE = "_quota_issued_api_key"
 ISSUED_TEMPLATE = "admin/apikeys/apikey/issued.html"
+# The two halves of a secret on its way to the page that shows it once (see the module's docstring).
+ISSUED_SESSION_KEY = "quota_issued_api_keys"
+ISSUED_MASK_COOKIE = "quota_issued_key_mask"
+ISSUED_MASK_MAX_AGE_S = 300  # long enough for a slow redirect; the session's half goes at the first view anyway
+
+
+def _xor(data: bytes, mask: bytes) -> bytes:
+    return bytes(a ^ b for a, b in zip(data, mask, strict=True))
 
 
 @admin.register(Service)
@@ -142,14 +155,51 @@ class ApiKeyAdmin(HistoryAdminMixin, admin.ModelAdmin):
         issued: IssuedKey | None = getattr(request, ISSUED_KEY_ATTRIBUTE, None)
         if issued is None:
             return super().response_add(request, obj, post_url_continue)
+        secret = issued.secret.encode()
+        mask = secrets.token_bytes(len(secret))
+        request.session[ISSUED_SESSION_KEY] = {str(obj.pk): _xor(secret, mask).hex()}
+        url = reverse("admin:apikeys_apikey_issued", args=[obj.pk])
+        response = HttpResponseRedirect(url)
+        response.set_cookie(
+            ISSUED_MASK_COOKIE,
+            mask.hex(),
+            max_age=ISSUED_MASK_MAX_AGE_S,
+            path=url,
+            secure=request.is_secure(),
+            httponly=True,
+            samesite="Strict",
+        )
+        return response
+
+    def get_urls(self) -> list[URLPattern]:  # type: ignore[override]
+        issued = path(
+            "<path:object_id>/issued/", self.admin_site.admin_view(self.issued_view), name="apikeys_apikey_issued"
+        )
+        return [issued, *super().get_urls()]
+
+    def issued_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The page after issuing a key: its secret the first time, and only to the browser that issued it."""
+        api_key = self.get_object(request, object_id)
+        if api_key is None or not self.has_add_permission(request):
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        masked = request.session.get(ISSUED_SESSION_KEY, {}).get(str(api_key.pk))
+        mask = request.COOKIES.get(ISSUED_MASK_COOKIE, "")
+        secret = None
+        if masked is not None:
+            request.session[ISSUED_SESSION_KEY] = {}  # shown once: the session's half goes now
+            try:
+                secret = _xor(bytes.fromhex(masked), bytes.fromhex(mask)).decode()
+            except ValueError:  # no cookie, or not this key's: nothing to show
+                secret = None
         context = {
             **self.admin_site.each_context(request),
-            "title": "API key issued",
+            "title": "API key issued" if secret else "API key",
             "opts": self.opts,
-            "api_key": issued.api_key,
-            "secret": issued.secret,
+            "api_key": api_key,
+            "secret": secret,
         }
         response = TemplateResponse(request, ISSUED_TEMPLATE, context)
+        response.delete_cookie(ISSUED_MASK_COOKIE, path=request.path, samesite="Strict")
         add_never_cache_headers(response)
         return response
 

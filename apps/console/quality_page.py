@@ -24,6 +24,7 @@ from apps.console.charts import Series, line_chart_svg
 from apps.console.quality_timeline import bucket_edges, held_per_bucket, ms_time, points_per_bucket, time_labels
 from apps.customers.models import Customer
 from apps.limits.models import Limit
+from apps.limits.summaries import period_phrase
 from apps.quality.analysis.events import LEASE_KINDS
 from apps.quality.models import AuditRun, DecisionEvent
 
@@ -44,6 +45,24 @@ class Scope:
     @property
     def value(self) -> str:
         return f"{self.kind}:{self.name}"
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A chart with its title shown above it (the SVG's own <title> is for screen readers, and a tooltip at most)."""
+
+    title: str
+    svg: SafeString
+
+
+@dataclass(frozen=True)
+class OpeningsRow:
+    """The most sessions a scope opened (leases acquired) within one window of a window limit on their operation."""
+
+    limit: str
+    value: int
+    quantity: int
+    window: str  # "per minute"
 
 
 @dataclass(frozen=True)
@@ -99,7 +118,12 @@ def violation_rows(report: dict[str, Any]) -> list[ViolationRow]:
     return rows
 
 
-def monopolization_chart(report: dict[str, Any], kind: str, names: Sequence[str], edges: Sequence[int]) -> SafeString:
+def chart(title: str, labels: Sequence[str], series: Sequence[Series], y_label: str, x_label: str) -> Chart:
+    svg = line_chart_svg(title=title, x_labels=labels, series=series, y_label=y_label, x_label=x_label)
+    return Chart(title, svg)
+
+
+def monopolization_chart(report: dict[str, Any], kind: str, names: Sequence[str], edges: Sequence[int]) -> Chart:
     scopes = report.get(f"{kind}s", {})
     series = [
         Series(
@@ -108,13 +132,8 @@ def monopolization_chart(report: dict[str, Any], kind: str, names: Sequence[str]
         for index, name in enumerate(names)
         if name in scopes
     ]
-    return line_chart_svg(
-        title=f"Monopolization over time, top {kind}s",
-        x_labels=time_labels(edges),
-        series=series,
-        y_label="score (1 = one limit used up)",
-        x_label="time (UTC), the highest score in each span",
-    )
+    title, x_label = f"Monopolization over time, top {kind}s", "time (UTC), the highest score in each span"
+    return chart(title, time_labels(edges), series, "score (1 = one limit used up)", x_label)
 
 
 def scope_customers(scope: Scope, report: dict[str, Any]) -> list[str]:
@@ -136,34 +155,44 @@ def scope_held(run: AuditRun, scope: Scope, edges: Sequence[int]) -> list[int]:
     return held_per_bucket(events, edges)
 
 
-def scope_charts(scope: Scope, held: list[int], points: list[list[float]], edges: Sequence[int]) -> list[SafeString]:
+def scope_charts(scope: Scope, held: list[int], points: list[list[float]], edges: Sequence[int]) -> list[Chart]:
     """The chosen scope's leases held at once and its monopolization score over the range."""
-    labels, x_label = time_labels(edges), "time (UTC), the most in each span"
+    labels, x_label, named = time_labels(edges), "time (UTC), the most in each span", f"{scope.kind} {scope.name}"
+    held_line = Series("held", "leases held at once", COLORS[1], held)
+    score_line = Series("score", "monopolization score", COLORS[0], points_per_bucket(points, edges))
     return [
-        line_chart_svg(
-            title=f"Sessions held at once, {scope.kind} {scope.name}",
-            x_labels=labels,
-            series=[Series("held", "leases held at once", COLORS[1], held)],
-            y_label="leases",
-            x_label=x_label,
-        ),
-        line_chart_svg(
-            title=f"Monopolization, {scope.kind} {scope.name}",
-            x_labels=labels,
-            series=[Series("score", "monopolization score", COLORS[0], points_per_bucket(points, edges))],
-            y_label="score",
-            x_label=x_label,
-        ),
+        chart(f"Sessions held at once, {named}", labels, [held_line], "leases", x_label),
+        chart(f"Monopolization over time, {named}", labels, [score_line], "score", x_label),
     ]
+
+
+def openings_rows(figures: dict[str, Any]) -> list[OpeningsRow]:
+    """The window limits the scope opened sessions under; runs kept before openings meant only those may list a
+    limit with none, which is left out here too."""
+    return [
+        OpeningsRow(limit, row["value"], row["quantity"], _window_phrase(row["period_ms"]))
+        for limit, row in figures.get("max_openings", {}).items()
+        if row["value"]
+    ]
+
+
+def _window_phrase(period_ms: int) -> str:
+    return period_phrase(period_ms // 1000) if period_ms % 1000 == 0 else f"per {period_ms} ms"
 
 
 def scope_context(run: AuditRun, scope: Scope | None, edges: Sequence[int]) -> dict[str, Any]:
     if scope is None:
-        return {"scope": None, "held": [], "scope_charts": [], "scope_figures": None}
+        return {"scope": None, "held": [], "scope_charts": [], "scope_figures": None, "openings": []}
     figures = run.report[f"{scope.kind}s"][scope.name]
     held = scope_held(run, scope, edges)
     charts = scope_charts(scope, held, figures["monopolization"]["points"], edges)
-    return {"scope": scope, "held": held, "scope_charts": charts, "scope_figures": figures}
+    return {
+        "scope": scope,
+        "held": held,
+        "scope_charts": charts,
+        "scope_figures": figures,
+        "openings": openings_rows(figures),
+    }
 
 
 def quality_context(run: AuditRun, raw_scope: str | None) -> dict[str, Any]:

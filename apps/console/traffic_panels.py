@@ -89,7 +89,7 @@ def throttled(window: TrafficWindow) -> tuple[SafeString, list[dict[str, Any]]]:
     )
     named = Customer.objects.filter(external_id__in=[row.customer for row in found])
     ids = dict(named.values_list("external_id", "pk"))
-    bars = [Bar(short(row.customer), row.denied, f"{round(100 * row.denied_share)}%") for row in found]
+    bars = [Bar(short(row.customer), row.throttled, f"{round(100 * row.denied_share)}%") for row in found]
     chart = bar_chart_svg(
         title=f"Most throttled customers, {window.label}",
         bars=bars,
@@ -99,7 +99,7 @@ def throttled(window: TrafficWindow) -> tuple[SafeString, list[dict[str, Any]]]:
     rows = [
         {
             "customer": row.customer,
-            "denied": row.denied,
+            "denied": row.throttled,  # refused by the platform's limits, not by the caller's own local limiter
             "allowed": row.allowed,
             "denied_percent": round(100 * row.denied_share),
             "usage_url": reverse("admin:customers_customer_usage", args=[ids[row.customer]])

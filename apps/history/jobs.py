@@ -1,4 +1,4 @@
-"""Name the Celery job as the actor of the changes it makes ("toggles_refresh_task (job)")."""
+"""Name the Celery job as the actor of the changes it makes ("refresh_toggles_task (job)")."""
 
 from typing import Any
 

@@ -19,6 +19,7 @@ from apps.limits.admin_yaml_services import (
     Preview,
     PreviewStale,
     report_lines,
+    report_table,
     yaml_apply,
     yaml_export,
     yaml_export_allowed,
@@ -72,6 +73,7 @@ def _preview_page(
         form=UploadForm(initial={"prune": preview.prune}),
         preview=preview,
         lines=report_lines(preview.report) if preview.report else [],
+        diff=report_table(preview.report) if preview.report else [],
         apply_form=apply_form,
         stale=stale,
     )
@@ -110,6 +112,8 @@ def _apply(request: HttpRequest, model_admin: admin.ModelAdmin) -> HttpResponse:
         return _preview_page(request, model_admin, stale.preview, stale=True)
     counts = ", ".join(line for line in report_lines(report) if not line.startswith(" "))
     messages.success(request, f"The configuration was imported in one transaction: {counts}.")
+    for warning in report.warnings:
+        messages.warning(request, warning[:1].upper() + warning[1:])
     return HttpResponseRedirect(reverse("admin:limits_limit_changelist"))
 
 

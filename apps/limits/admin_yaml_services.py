@@ -17,8 +17,16 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db import models, transaction
 from django.utils import timezone
 
-from apps.limits.config_io import ConfigInvalid, ImportReport, config_export, config_import, config_yaml_dump
+from apps.limits.config_io import (
+    ConfigInvalid,
+    ImportReport,
+    SectionReport,
+    config_export,
+    config_import,
+    config_yaml_dump,
+)
 from apps.limits.config_io import config_yaml_load as _load
+from apps.limits.config_io.report import value_text
 from apps.limits.config_io.sections import SECTIONS
 
 Someone = User | AnonymousUser
@@ -59,6 +67,44 @@ def yaml_import_allowed(user: Someone, *, prune: bool = False) -> bool:
 def yaml_export_allowed(user: Someone) -> bool:
     """Whoever may view every kind of object the file holds: the download shows nothing the admin does not."""
     return user.has_perms([_perm(section.model, "view") for section in SECTIONS])
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One change of the preview's table: an object added or removed, or one field of an object changed."""
+
+    change: str  # "added", "changed", "removed", "removed with it"
+    label: str
+    field: str = ""
+    before: str = ""
+    after: str = ""
+
+
+@dataclass(frozen=True)
+class DiffSection:
+    name: str
+    added: int
+    changed: int
+    removed: int
+    rows: list[DiffRow]
+
+
+def report_table(report: ImportReport) -> list[DiffSection]:
+    """The changes as the import page's tables: per section, what is added, changed (field, before → after, in the
+    YAML's spelling) and removed; sections without a change are left out."""
+    return [_section_table(name, section) for name, section in report.sections.items() if section.changed]
+
+
+def _section_table(name: str, section: SectionReport) -> DiffSection:
+    rows = [DiffRow("added", label) for label in section.created]
+    rows += [
+        DiffRow("changed", label, key, value_text(before), value_text(after))
+        for label, changes in section.updated
+        for key, (before, after) in changes.items()
+    ]
+    rows += [DiffRow("removed", label) for label in section.deleted]
+    rows += [DiffRow("removed with it", note) for note in section.cascaded]
+    return DiffSection(name, len(section.created), len(section.updated), len(section.deleted), rows)
 
 
 def report_lines(report: ImportReport) -> list[str]:

@@ -207,7 +207,7 @@ JOBS: dict[str, Job] = {
         Job(
             "refresh_toggles",
             refresh_toggles,
-            "apps.toggles.tasks.toggles_refresh_task",
+            "apps.ops.tasks.refresh_toggles_task",
             "* * * * *",  # https://crontab.guru/#*_*_*_*_*
             "Refresh feature toggles, hot overrides and allow/deny rules from the external source (or the "
             "last-known-good file).",
@@ -234,7 +234,9 @@ def job_run(name: str, **arguments: Any) -> dict[str, Any]:
     except Exception as error:
         job_outcome_record(name=name, error=error)
         raise
-    job_outcome_record(name=name)
+    # A job that handles its failure itself (refresh_toggles falls back to the last-known-good file) says so in its
+    # report's `error`: the run failed all the same, and the "beat job failing" alert must see it.
+    job_outcome_record(name=name, error=getattr(report, "error", None) or None)
     fields = report.as_dict() if hasattr(report, "as_dict") else dataclasses.asdict(report)
     summary = report.summary() if callable(report.summary) else report.summary
     return {"job": name, **fields, "summary": summary}

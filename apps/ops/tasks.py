@@ -66,3 +66,11 @@ def audit_quality_task() -> dict[str, Any]:
 @shared_task(soft_time_limit=600, time_limit=660)
 def warm_counters_task(counters: list[str] | None = None) -> dict[str, Any]:
     return job_run("warm_counters", **({"counters": tuple(counters)} if counters else {}))
+
+
+# Fetch failures are handled inside (the last-known-good file applies) and recorded as the run's failure by job_run;
+# only the database failing is retried, e.g. two refreshes racing to create one toggle (the retry changes nothing).
+# The fetch has its own timeout (QUOTA_TOGGLES_TIMEOUT_S); the time limits stop a refresh stuck elsewhere.
+@shared_task(autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=3, soft_time_limit=60, time_limit=90)
+def refresh_toggles_task() -> dict[str, Any]:
+    return job_run("refresh_toggles")

@@ -12,7 +12,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from apps.common.validators import validate_json_sendable
 from apps.limits.config_io import ConfigInvalid
 from apps.limits.config_io.fields import FieldError, boolean, kind_of, name, text
-from apps.limits.config_io.parse import config_parse
+from apps.limits.config_io.parse import config_check
 from apps.limits.config_io.report import MAX_MESSAGE_CHARS, errors_listed, text_shortened, value_shown
 from apps.toggles.models import FeatureToggle
 
@@ -75,7 +75,7 @@ def toggles_document_parse(body: bytes) -> ToggleDocument:
     toggles = _toggle_entries(raw["toggles"], errors) if "toggles" in raw else None
     if config := {key: raw[key] for key in CONFIG_KEYS if key in raw}:
         try:
-            config_parse(config, prune=False)
+            config_check(config, prune=False)
         except ConfigInvalid as invalid:
             errors.extend(invalid.errors)
     if errors:

@@ -6,6 +6,9 @@ from django.db import models
 UNIQUE_FIELDS = ("customer", "operation", "bucket", "service", "api_key")
 
 
+LOCAL_DENIED_HELP = "Checks an SDK local limiter refused in the caller's process and reported; a part of denied."
+
+
 class UsageBucket(models.Model):
     """Abstract: usage of one customer × operation × calling service × API key in one time bucket.
 
@@ -55,6 +58,7 @@ class UsageBucket(models.Model):
     logged = models.PositiveBigIntegerField(
         default=0, help_text="Decisions written into the decision log (limits with audit on); a part of allowed+denied."
     )
+    local_denied = models.PositiveBigIntegerField(default=0, help_text=LOCAL_DENIED_HELP)
 
     # Each table gets this manager anyway; declared on the base, code given any of the three can query it.
     objects = models.Manager()

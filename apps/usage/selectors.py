@@ -20,6 +20,7 @@ MINUTE_MS = 60_000
 READ_CHUNK = 10_000  # counter records fetched from PostgreSQL at a time
 # Most services (or keys) the admin's list filter offers.
 MAX_CALLERS = 200
+LOCAL_DENIED = "local_denied"  # a part of denied, not reported (vocabulary.py): read for the most throttled only
 # What a customer's usage series holds per operation: the decision counters, then the session time (ms) its leases
 # were held. Not every stored amount: `logged` is the decision log's bookkeeping, not the customer's usage.
 SERIES_AMOUNTS = (*REPORTED, SESSION_MS)
@@ -100,6 +101,16 @@ class CustomerTotals:
         raise AttributeError(name)
 
     @property
+    def local_denied(self) -> int:
+        """Refused by the caller's own SDK local limiter (a part of denied)."""
+        return self.totals.get(LOCAL_DENIED, 0)
+
+    @property
+    def throttled(self) -> int:
+        """Refused by the platform's limits: denied without what the caller's own SDK local limiter refused."""
+        return self.totals.get("denied", 0) - self.local_denied
+
+    @property
     def denied_share(self) -> float:
         """Denied ÷ the checks its limits decided, allowed + denied (0 when there were none)."""
         return vocabulary.denied_share(self.totals["allowed"], self.totals["denied"])
@@ -115,21 +126,26 @@ def _customer_totals(granularity: str, start: dt.datetime, end: dt.datetime) -> 
         USAGE_TABLES[granularity]
         .objects.filter(bucket__gte=start, bucket__lt=end)
         .values("customer")
-        .annotate(**{f"total_{name}": Sum(name) for name in REPORTED})
+        .annotate(**{f"total_{name}": Sum(name) for name in (*REPORTED, LOCAL_DENIED)})
     )
 
 
 def _as_totals(rows: Iterable[dict[str, Any]]) -> list[CustomerTotals]:
-    return [CustomerTotals(row["customer"], {name: row[f"total_{name}"] for name in REPORTED}) for row in rows]
+    return [
+        CustomerTotals(row["customer"], {name: row[f"total_{name}"] for name in (*REPORTED, LOCAL_DENIED)})
+        for row in rows
+    ]
 
 
 def usage_most_throttled(
     *, granularity: str, start: dt.datetime, end: dt.datetime, count: int = 10
 ) -> list[CustomerTotals]:
     """The customers refused most by their limits in [start, end), most refusals first (only those refused at
-    least once); refusals by an access rule or for want of Redis are not throttling."""
-    rows = _customer_totals(granularity, start, end).filter(total_denied__gt=0)
-    return _as_totals(rows.order_by("-total_denied", "customer")[:count])
+    least once); refusals by an access rule or for want of Redis are not throttling, nor are the refusals of a
+    caller's own SDK local limiter (local_denied, a part of denied: it shapes itself, and it may try again and
+    again in a loop). Each row still tells them (`local_denied`), and `throttled` is what is ranked."""
+    rows = _customer_totals(granularity, start, end).annotate(throttled=F("total_denied") - F("total_local_denied"))
+    return _as_totals(rows.filter(throttled__gt=0).order_by("-throttled", "customer")[:count])
 
 
 def usage_busiest_customers(

@@ -91,6 +91,18 @@ COUNTERS: tuple[Counter, ...] = (
         without_redis=True,
     ),
     Counter(
+        "local_denied",
+        "local-denied (refused by an SDK local limiter)",
+        "Local-denied",
+        "#de77ae",
+        "Checks the caller's own SDK local limiter refused in its process and reported (POST /api/v1/sync); a part "
+        "of denied: the caller shaping itself, not the platform refusing it (integer).",
+        part=True,
+        # Not a column of the API or the exports (their header is a stated contract): the dashboard reads it, to
+        # leave a caller's own shaping out of who the platform throttles most.
+        reported=False,
+    ),
+    Counter(
         "logged",
         "logged (written into the decision log)",
         "Logged",

@@ -42,26 +42,68 @@ def test_the_add_form_starts_with_the_customer_given_in_the_link(admin_client) -
 
 
 @pytest.mark.django_db
-def test_issuing_a_key_shows_its_secret_once_with_a_warning(admin_client) -> None:
+def test_issuing_a_key_redirects_to_a_page_that_shows_its_secret_once_as_a_success(admin_client) -> None:
     customer = CustomerFactory()
 
-    response = _issue_key(admin_client, customer=customer.pk)
+    posted = _issue_key(admin_client, customer=customer.pk)
+    key = ApiKey.objects.get()
+    response = admin_client.get(posted["Location"])
 
+    assert posted.status_code == 302  # post/redirect/get: a reload of the page does not post the form again
+    assert posted["Location"] == f"/admin/apikeys/apikey/{key.pk}/issued/"
     page = response.content.decode()
     assert response.status_code == 200
+    assert '<li class="success" id="api-key-issued">' in page
+    assert "errornote" not in page
     assert "Copy this key now; it will not be shown again." in page
     [secret] = set(RAW_KEY.findall(page))
-    key = ApiKey.objects.get()
     assert hashlib.sha256(secret.encode()).hexdigest() == key.key_hash
     assert secret.startswith(f"{key.prefix}.")
     assert (key.service.name, key.customer, key.name) == ("billing", customer, "nightly export")
     assert "no-store" in response["Cache-Control"]
 
 
+def _issued(admin_client) -> tuple[ApiKey, str, str]:
+    """Issue a key and open the page the form redirects to: the key, the secret shown, the page's address."""
+    url = _issue_key(admin_client)["Location"]
+    return ApiKey.objects.get(), RAW_KEY.search(admin_client.get(url).content.decode()).group(), url
+
+
+@pytest.mark.django_db
+def test_the_issued_page_shows_the_secret_only_the_first_time(admin_client) -> None:
+    key, secret, url = _issued(admin_client)
+
+    again = admin_client.get(url).content.decode()
+
+    assert not RAW_KEY.search(again)
+    assert f"The secret of API key {key.prefix} was shown once" in again
+
+
+@pytest.mark.django_db
+def test_neither_the_session_nor_the_cookie_alone_holds_the_secret_on_its_way(admin_client, django_user_model) -> None:
+    posted = _issue_key(admin_client)
+    key = ApiKey.objects.get()
+    session = dict(admin_client.session.items())
+    mask = admin_client.cookies["quota_issued_key_mask"]
+    other = django_user_model.objects.create_superuser("other", "o@example.com", "pw")
+    stranger = type(admin_client)()
+    stranger.force_login(other)
+
+    shown_to_a_stranger = stranger.get(posted["Location"]).content.decode()  # a session without the half
+
+    assert (mask["path"], mask["httponly"], mask["samesite"]) == (posted["Location"], True, "Strict")
+    assert key.prefix not in str(session)
+    masked = bytes.fromhex(session["quota_issued_api_keys"][str(key.pk)])
+    assert len(masked) == len(bytes.fromhex(mask.value))
+    assert not RAW_KEY.search(shown_to_a_stranger)
+    secret = RAW_KEY.search(admin_client.get(posted["Location"]).content.decode()).group()
+    assert secret.partition(".")[2] not in str(session) + mask.value
+    assert dict(admin_client.session.items())["quota_issued_api_keys"] == {}
+
+
 @pytest.mark.django_db
 def test_the_secret_is_not_shown_again_nor_kept_anywhere(admin_client) -> None:
-    secret = RAW_KEY.search(_issue_key(admin_client).content.decode()).group()
-    key = ApiKey.objects.get()
+    key, secret, _ = _issued(admin_client)
 
     change_page = admin_client.get(admin_url(ApiKey, "change", key.pk)).content.decode()
     list_page = admin_client.get(admin_url(ApiKey, "changelist")).content.decode()

@@ -111,11 +111,17 @@ def test_a_yaml_file_is_uploaded_previewed_and_applied(saving_server, page, oper
 
     page.set_input_files("input[name=file]", str(upload))
     page.click("#yaml-preview-button")
-    diff = page.locator("#yaml-diff").inner_text()
+    table = page.locator('#yaml-diff table[data-section="limits"]')
 
-    assert "limits: 1 created, 1 updated, 0 deleted" in diff
-    assert "updated streams: limit 5 → 50" in diff
-    assert page.locator("#yaml-diff .diff-created").inner_text().strip() == "created streams-per-ip"
+    assert table.locator("caption").inner_text().lower() == "limits: 1 added, 1 changed, 0 removed"
+    changed = table.locator("tr.diff-changed")
+    assert [changed.locator(f"td.diff-{cell}").inner_text() for cell in ("entry", "field", "before", "after")] == [
+        "streams",
+        "limit",
+        "5",
+        "50",
+    ]
+    assert table.locator("tr.diff-added td.diff-entry").inner_text() == "streams-per-ip"
     assert Limit.objects.get(name="streams").quantity == 5, "the preview wrote nothing"
 
     with page.expect_navigation():

@@ -23,6 +23,9 @@ def test_an_operator_follows_a_violation_to_its_customer_and_charts_a_group(brow
     assert page.locator("#run-select").input_value() == str(run.pk)
     # The top customer is charted first: its leases held at once, drawn as a line.
     assert page.locator('polyline[data-series="held"]').is_visible()
+    titles = page.locator("figure.quality-chart figcaption h3")
+    assert titles.first.inner_text() == "Monopolization over time, top customers"
+    assert all(titles.nth(index).is_visible() for index in range(titles.count()))
 
     page.select_option("#scope-select", "group:light")
     page.click("input[type=submit][value=Show]")

@@ -7,12 +7,14 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from apps.alerts.models import JobOutcome
 from apps.common.metrics import decision_counted
 from apps.console import dashboard
 from apps.console.dashboard import dashboard_build
 from apps.limits.snapshot import config_version_bump
 from apps.ops.jobs import JOBS, job_run
 from apps.ops.periodic_tasks import periodic_tasks_setup
+from apps.ops.tasks import refresh_toggles_task
 from apps.usage.models import UsageHour, UsageMinute
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory, OperationFactory
@@ -153,3 +155,52 @@ def test_the_dashboard_needs_permission_to_view_customers(client, engine) -> Non
 
     assert "acct-secret" not in page
     assert "it needs the “Can view customer” permission" in page
+
+
+def test_the_dashboard_links_the_platform_traffic_and_quality_pages(admin_client, engine) -> None:
+    page = admin_client.get("/admin/").content.decode()
+
+    assert '<a href="/admin/console/traffic/">Platform traffic</a>' in page
+    assert '<a href="/admin/console/quality/">Quality: audits of the decision log</a>' in page
+    assert admin_client.get("/admin/console/traffic/").status_code == 200
+
+
+def test_refresh_toggles_records_its_outcome_like_the_other_beat_jobs(admin_client, engine, settings, tmp_path) -> None:
+    periodic_tasks_setup()
+    settings.QUOTA_TOGGLES_LKG_PATH = tmp_path / "lkg.json"
+    settings.QUOTA_TOGGLES_SOURCE = str(tmp_path / "absent.json")  # the source cannot be read: the run failed
+
+    refresh_toggles_task.apply().get()
+    refresh_toggles_task.apply().get()
+    failed = JobOutcome.objects.get(name="refresh_toggles")
+    page = admin_client.get("/admin/").content.decode()
+    row = page[page.index('<tr data-job="refresh_toggles">') :].split("</tr>")[0]
+
+    assert failed.failures_in_a_row == 2
+    assert failed.last_error.startswith("source: ")
+    assert "not yet" not in row
+    assert "failed 2 times in a row" in row
+
+    settings.QUOTA_TOGGLES_SOURCE = ""  # no source: a run with nothing to do is a success
+    refresh_toggles_task.apply().get()
+    recovered = JobOutcome.objects.get(name="refresh_toggles")
+    assert (recovered.failures_in_a_row, recovered.last_success_at is not None) == (0, True)
+
+
+def test_a_callers_own_local_limiter_refusals_do_not_make_it_the_most_throttled(admin_client, engine) -> None:
+    UsageMinute.objects.create(customer="acct-shaping", operation="Op", bucket=minute(1), allowed=10, denied=900,
+                               local_denied=900)  # fmt: skip
+    UsageMinute.objects.create(customer="acct-refused", operation="Op", bucket=minute(1), allowed=10, denied=30,
+                               local_denied=5)  # fmt: skip
+    UsageHour.objects.create(customer="acct-shaping", operation="Op", bucket=this_hour(), denied=900, local_denied=900)
+
+    board = dashboard_build()
+    page = admin_client.get("/admin/").content.decode()
+
+    assert [(row.customer, row.throttled, row.local_denied) for row in board.throttled_now] == [("acct-refused", 25, 5)]
+    assert board.throttled_today == []
+    assert 'data-label="acct-shaping"' not in page
+    row = page[page.index('<tr data-customer="acct-refused">') :].split("</tr>")[0]
+    assert '<td class="throttled">25</td>' in row
+    assert '<td class="local-denied">5</td>' in row
+    assert "Also refused by its own local limiter" in page

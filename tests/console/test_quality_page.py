@@ -85,6 +85,15 @@ def test_the_top_monopolizer_is_charted_with_the_leases_it_held_at_once(admin_cl
     assert max(response.context["held"]) == 3 == response.context["scope_figures"]["max_concurrency"]["value"]
     page = response.content.decode()
     assert page.count('<svg class="usage-chart"') == 4  # top customers, top groups, held, score
+    titles = [chart.title for chart in [*response.context["top_charts"], *response.context["scope_charts"]]]
+    assert titles == [
+        "Monopolization over time, top customers",
+        "Monopolization over time, top groups",
+        "Sessions held at once, customer heavy-1",
+        "Monopolization over time, customer heavy-1",
+    ]
+    for title in titles:  # shown above each chart, not only inside the SVG for screen readers
+        assert f"<figcaption><h3>{title}</h3></figcaption><svg" in page
     assert 'data-series="heavy-1"' in page
     assert 'data-series="held"' in page
 
@@ -158,3 +167,31 @@ def test_points_per_bucket_carries_a_value_through_buckets_without_points() -> N
     edges = bucket_edges(0, 400, 4)
 
     assert points_per_bucket([(10, 0.5), (20, 2.0), (30, 1.0), (250, 0.25)], edges) == [2.0, 1.0, 1.0, 0.25]
+
+
+def test_openings_are_told_only_for_window_limits_on_the_operation_sessions_were_opened_with(admin_client, db) -> None:
+    audited_log()  # heavy-1 opens 3 sessions on Stream, within a second
+    limits = (("Scale", "scale-daily", 10, 86_400_000), ("Stream", "stream-opens", 50, 60_000))
+    checks = [
+        DecisionEvent(
+            slot="q:dlog:{heavy-1}", entry_id=f"{T0_MS + at}-0", at=T0 + dt.timedelta(milliseconds=at),
+            kind="allow" if i < quantity else "deny", customer="heavy-1", operation=operation, limit=limit,
+            algorithm="fixed_window", key=f"q:c:{{heavy-1}}:{limit}", quantity=quantity, period_ms=period_ms,
+            window_ms=T0_MS, mode="exact",
+        )
+        for n, (operation, limit, quantity, period_ms) in enumerate(limits)
+        for i in range(40)
+        if (at := 100 * n + i - 5000)  # before the sessions: a limit is learnt from the log
+    ]  # fmt: skip
+    DecisionEvent.objects.bulk_create(checks)
+    run = audit_quality_run(filters=log_filters(start=T0 - dt.timedelta(minutes=1), end=T0 + dt.timedelta(minutes=1)))
+
+    response = admin_client.get(quality_url(run=str(run.run.pk), scope="customer:heavy-1"))
+
+    assert [(row.limit, row.value, row.quantity, row.window) for row in response.context["openings"]] == [
+        ("stream-opens", 3, 50, "per minute")
+    ]
+    page = response.content.decode()
+    assert "scale-daily" not in page.split('id="scope"')[1].split("</table>")[0]
+    assert "Most sessions opened within one window of stream-opens (per minute)" in page
+    assert "3 of the 50 it allows" in page

@@ -12,10 +12,9 @@ from django.utils import timezone
 
 from apps.history.models import ChangeEvent
 from apps.limits.models import Limit
-from apps.ops.tasks import purge_expired_task
+from apps.ops.tasks import purge_expired_task, refresh_toggles_task
 from apps.toggles.models import FeatureToggle
 from apps.toggles.services import toggles_refresh
-from apps.toggles.tasks import toggles_refresh_task
 from tests.customers.factories import CustomerFactory
 from tests.history.helpers import before_after, events_of, last_event
 from tests.limits.factories import LimitFactory, OverrideFactory
@@ -124,14 +123,14 @@ def test_the_toggles_refresh_job_records_toggles_and_overrides_it_changes(settin
     settings.QUOTA_TOGGLES_SOURCE = str(source)
     settings.QUOTA_TOGGLES_LKG_PATH = tmp_path / "lkg.json"
 
-    toggles_refresh_task.apply().get()
+    refresh_toggles_task.apply().get()
 
     toggle_event = last_event(FeatureToggle.objects.get(name="new-ui"))
-    assert (toggle_event.actor, toggle_event.via) == ("toggles_refresh_task (job)", "toggles refresh")
+    assert (toggle_event.actor, toggle_event.via) == ("refresh_toggles_task (job)", "toggles refresh")
     assert before_after(toggle_event)["payload"] == (None, {"pct": 10})
     override_event = last_event(customer.overrides.get())
     assert (override_event.actor, override_event.via) == (
-        "toggles_refresh_task (job)",
+        "refresh_toggles_task (job)",
         "toggles refresh › config import",
     )
 

@@ -227,3 +227,39 @@ def test_the_limit_list_links_to_the_import_and_the_export(admin_client) -> None
     page = admin_client.get(reverse("admin:limits_limit_changelist")).content.decode()
     assert f'href="{IMPORT_URL}"' in page
     assert f'href="{EXPORT_URL}"' in page
+
+
+def test_the_preview_is_a_table_of_added_changed_and_removed_with_before_and_after(admin_client) -> None:
+    operation = OperationFactory(name="ListStreams")
+    LimitFactory(name="streams", operation=operation, quantity=10, key_by=["customer"], description="old words")
+    LimitFactory(name="gone", operation=operation, quantity=5)
+    text = FILE + "  - {name: fresh, operation: ListStreams, algorithm: fixed_window, limit: 3, period: hour}\n"
+
+    response = upload(admin_client, text, prune=True)
+
+    [limits] = response.context["diff"]  # the operations section changes nothing: no table
+    assert (limits.name, limits.added, limits.changed, limits.removed) == ("limits", 1, 1, 1)
+    rows = [(row.change, row.label, row.field, row.before, row.after) for row in limits.rows]
+    assert ("added", "fresh", "", "", "") in rows
+    assert ("changed", "streams", "limit", "10", "20") in rows
+    assert ("changed", "streams", "description", "old words", '""') in rows
+    assert ("removed", "gone", "", "", "") in rows
+    page = response.content.decode()
+    assert "<pre" not in page
+    assert '<table class="yaml-diff" data-section="limits">' in page
+    assert "<caption>Limits: 1 added, 1 changed, 1 removed</caption>" in page
+    assert (
+        '<td class="diff-field"><code>limit</code></td><td class="diff-before"><code>10</code></td>'
+        '<td class="diff-arrow">→</td><td class="diff-after"><code>20</code></td>'
+    ) in page
+    assert '<tr class="diff-removed"><td class="diff-change">removed</td><td class="diff-entry">gone</td>' in page
+
+
+def test_the_preview_warns_about_an_operation_left_without_a_limit(admin_client) -> None:
+    response = upload(
+        admin_client,
+        FILE.replace("operations: [{name: ListStreams}]", "operations: [{name: ListStreams}, {name: ListStreamz}]"),
+    )
+
+    page = response.content.decode()
+    assert '<ul class="messagelist" id="yaml-warnings"><li class="warning">Operation “ListStreamz” has no limit' in page

@@ -16,7 +16,7 @@ EXPECTED = {
     "flush_usage": ("apps.ops.tasks.flush_usage_task", "* * * * *"),
     "rollup_usage": ("apps.ops.tasks.rollup_usage_task", "2-59/5 * * * *"),
     "purge_expired": ("apps.ops.tasks.purge_expired_task", "17 3 * * *"),
-    "refresh_toggles": ("apps.toggles.tasks.toggles_refresh_task", "* * * * *"),
+    "refresh_toggles": ("apps.ops.tasks.refresh_toggles_task", "* * * * *"),
 }
 
 

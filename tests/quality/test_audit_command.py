@@ -41,6 +41,23 @@ def audit(start: int, *options: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def utc(at_ms: int) -> str:
+    return dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def test_the_text_shows_times_in_utc_iso_and_no_python_none(window, redis_client, key_prefix) -> None:
+    drain(redis_client, key_prefix)
+
+    _, out, _ = audit(window)
+    _, empty, _ = audit(window - 3_600_000)  # an hour with no log
+
+    assert f"events: 6 from {utc(window + 1)} to {utc(window + 9)}" in out.splitlines()
+    assert "events: 0 (none in the range)" in empty.splitlines()
+    for text in (out, empty):
+        assert "None" not in text
+        assert str(window)[:8] not in text  # no epoch milliseconds anywhere
+
+
 def test_a_log_where_every_limit_held_exits_0_and_keeps_the_run(window, redis_client, key_prefix) -> None:
     drain(redis_client, key_prefix)
 
@@ -66,7 +83,7 @@ def test_one_admission_too_many_exits_1_and_names_its_time_and_key(window, redis
     assert code == 1
     violations = [line for line in out.splitlines() if line.startswith("VIOLATION")]
     assert len(violations) == 1
-    assert f"at {window + 30_000}" in violations[0]
+    assert f"at {utc(window + 30_000)}" in violations[0]  # ISO 8601 UTC, never raw epoch ms
     assert "customer=acme" in violations[0]
     assert "key=qp:c:{c=acme}:per-minute" in violations[0]
     assert AuditRun.objects.get().violations == 1

@@ -10,9 +10,9 @@ import pytest
 
 from apps.limits.models import Override
 from apps.limits.snapshot import config_version_current, snapshot_build
+from apps.ops.tasks import refresh_toggles_task
 from apps.toggles.models import FeatureToggle, ToggleSource
 from apps.toggles.services import toggles_refresh
-from apps.toggles.tasks import toggles_refresh_task
 from tests.customers.factories import CustomerFactory
 from tests.limits.factories import LimitFactory
 from tests.toggles.factories import FeatureToggleFactory, LocalHttpSource
@@ -498,7 +498,7 @@ def test_the_refresh_logs_a_one_line_summary(source_file: Path) -> None:
 def test_the_task_returns_the_report_as_a_dict(settings, source_file: Path) -> None:  # type: ignore[no-untyped-def]
     settings.QUOTA_TOGGLES_SOURCE = write(source_file, DOCUMENT)
 
-    result = toggles_refresh_task.apply().get()
+    result = refresh_toggles_task.apply().get()
 
     assert json.loads(json.dumps(result)) == result
     assert result["source"] == str(source_file)

@@ -15,7 +15,9 @@ from apps.usage.services.partitions import partitioned
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = ("usage", "0009_logged")
-AFTER = ("usage", "0010_service_api_key")
+# 0010 and the migrations after it: the tests read and write with today's models, which have their columns too
+# (0012 adds local_denied; an added column with a constant default rewrites no table either).
+AFTER = ("usage", "0012_local_denied")
 BUCKET = dt.datetime(2026, 3, 4, 10, 0, tzinfo=dt.UTC)
 
 
@@ -62,7 +64,8 @@ def test_rows_of_before_read_as_no_service_and_nothing_is_rewritten(at_latest) -
 
     migrate(AFTER)
 
-    assert heap_files() == files, "adding the columns rewrote no table"
+    after = heap_files()  # 0011 adds a table of its own; none of those that were there is rewritten
+    assert {name: after.get(name) for name in files} == files, "adding the columns rewrote no table"
     assert partitioned()
     row = UsageMinute.objects.get()
     assert (row.service, row.api_key, row.allowed) == ("", "", 7)

@@ -15,8 +15,9 @@ logger = logging.getLogger(__name__)
 ERROR_CHARS = 2000
 
 
-def job_outcome_record(*, name: str, error: BaseException | None = None, now: dt.datetime | None = None) -> None:
-    """Count a run of job `name`: a success resets its failures in a row, a failure adds one.
+def job_outcome_record(*, name: str, error: BaseException | str | None = None, now: dt.datetime | None = None) -> None:
+    """Count a run of job `name`: a success resets its failures in a row, a failure (an exception, or the error a
+    job reported while handling it itself) adds one.
 
     Best effort: when PostgreSQL is away the record is lost (logged), and the job's own outcome stands.
     """
@@ -24,7 +25,8 @@ def job_outcome_record(*, name: str, error: BaseException | None = None, now: dt
     if error is None:
         changes = {"last_run_at": now, "last_success_at": now, "failures_in_a_row": 0}
     else:
-        text = f"{type(error).__name__}: {' '.join(str(error).split())}"[:ERROR_CHARS]
+        said = " ".join(str(error).split())
+        text = (said if isinstance(error, str) else f"{type(error).__name__}: {said}")[:ERROR_CHARS]
         changes = {"last_run_at": now, "last_failure_at": now, "last_error": text}
     try:
         if error is not None and JobOutcome.objects.filter(name=name).update(

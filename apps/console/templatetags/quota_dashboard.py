@@ -21,7 +21,7 @@ def quota_dashboard(context: template.Context) -> dict[str, Any]:
     if request is None or not request.user.has_perm(VIEW_PERMISSION):
         return {"allowed": False}
     board = dashboard_build()
-    bars = [Bar(row.customer, row.denied, f"{row.denied_share:.0%} of its checks") for row in board.throttled_now]
+    bars = [Bar(row.customer, row.throttled, f"{row.denied_share:.0%} of its checks") for row in board.throttled_now]
     return {
         "allowed": True,
         "board": board,

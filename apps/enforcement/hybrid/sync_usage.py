@@ -110,6 +110,7 @@ def usage_report(
         now // 60_000,
         allowed=allowed,
         denied=denied,
+        local_denied=denied,  # the caller's own shaping: the dashboard does not rank it as the platform throttling
         costs=dict(balanced.costs),
         service=item.service,
         api_key=item.api_key,

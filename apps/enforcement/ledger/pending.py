@@ -44,7 +44,7 @@ WRITER = "decision_ledger"  # the quarantine's writer label
 OUTCOMES = CHECKS  # a decision is counted in exactly one of these (apps/usage/vocabulary.py)
 
 # The amounts of a pending row, by position: the outcomes first, so an outcome's position is its index in OUTCOMES.
-FIELDS: tuple[str, ...] = (*OUTCOMES, "shadow_denied", "degraded", "logged")
+FIELDS: tuple[str, ...] = (*OUTCOMES, "shadow_denied", "degraded", "logged", "local_denied")
 POSITION = {name: n for n, name in enumerate(FIELDS)}
 ALLOWED, DENIED, SHADOW, LOGGED = POSITION["allowed"], POSITION["denied"], POSITION["shadow_denied"], POSITION["logged"]
 Key = tuple[str, str, str, str, int]  # customer, operation, service, api_key, minute

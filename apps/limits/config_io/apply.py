@@ -29,6 +29,7 @@ from apps.limits.config_io.sections import (
     Section,
     Unresolved,
 )
+from apps.limits.models import Operation
 from apps.limits.services import config_object_delete, config_object_save
 
 NAMES_SHOWN = 5
@@ -52,21 +53,49 @@ def config_import(
     slip in between that read and the write.
     """
     with transaction.atomic(), history_via("config import"):
-        parsed = config_parse(document, prune=prune)
+        # Every check runs whatever the others found, so one run lists every mistake of the file: the first pass's
+        # (shape, keys, references), the models' own checks of the entries that passed it, and what a prune cannot
+        # delete in the sections with no refused entry (where what the file names is known for sure).
+        outcome = config_parse(document, prune=prune)
+        parsed, errors, refused = outcome.parsed, list(outcome.errors), set(outcome.refused)
         report = ImportReport(dry_run=dry_run, sections={name: SectionReport() for name in parsed})
-        errors: list[str] = []
-        lookup = Lookup()
         sections = SOURCE_SECTION_BY_NAME if source == RuleSource.EXTERNAL else SECTION_BY_NAME
-        for name, entries in parsed.items():
-            _upsert_section(sections[name], entries, lookup, report.sections[name], errors)
-        if prune and not errors:
+        refused |= _upsert_sections(sections, parsed, report, errors)
+        if prune:
             for name in reversed(parsed):
-                _prune_section(sections[name], parsed[name], report.sections[name], errors)
+                if name not in refused:
+                    _prune_section(sections[name], parsed[name], report.sections[name], errors)
         if errors:
             raise ConfigInvalid(errors)  # leaving the atomic block by an exception rolls everything back
+        if report.changed:  # an import that changes nothing (export → import) stays quiet
+            report.warnings = _operations_without_limits(parsed)
         if dry_run:
             transaction.set_rollback(True)
     return report
+
+
+def _upsert_sections(
+    sections: dict[str, Section], parsed: dict[str, list[ParsedEntry]], report: ImportReport, errors: list[str]
+) -> set[str]:
+    """Create or update every parsed entry, section by section; the sections with an entry the models refused."""
+    lookup, refused = Lookup(), set()
+    for name, entries in parsed.items():
+        before = len(errors)
+        _upsert_section(sections[name], entries, lookup, report.sections[name], errors)
+        if len(errors) > before:
+            refused.add(name)
+    return refused
+
+
+def _operations_without_limits(parsed: dict[str, list[ParsedEntry]]) -> list[str]:
+    """The operations the file names that no limit counts once it is imported: a check on one is allowed, counted
+    against nothing (a typo in a limit's `operation:` leaves the intended one unlimited)."""
+    names = [entry.values["name"] for entry in parsed.get("operations", [])]
+    unlimited = Operation.objects.filter(name__in=names, limits__isnull=True).values_list("name", flat=True)
+    return [
+        f"operation “{name}” has no limit: checks on it are allowed and count against nothing"
+        for name in sorted(unlimited)
+    ]
 
 
 def _locked(section: Section) -> models.QuerySet[Any]:

@@ -22,20 +22,39 @@ class ParsedEntry:
 ParsedConfig = dict[str, list[ParsedEntry]]
 
 
-def config_parse(document: Any, *, prune: bool) -> ParsedConfig:
-    """The sections the document has, in apply order; raises ConfigInvalid listing every problem."""
+@dataclass(frozen=True)
+class ParseOutcome:
+    """The entries that passed the first pass, in apply order, and every problem of the others: the import checks
+    the valid entries against the models too, so one run lists every mistake of a file, not the first kind."""
+
+    parsed: ParsedConfig
+    errors: list[str]
+    refused: set[str]  # the sections with a refused entry (or refused whole)
+
+
+def config_parse(document: Any, *, prune: bool) -> ParseOutcome:
+    """The sections the document has, in apply order, with the problems of the entries left out."""
     errors: list[str] = []
     raw_sections = _raw_sections(document, errors)
     parsed: ParsedConfig = {}
+    refused: set[str] = set()
     for name, raw_entries in raw_sections.items():
         section = SECTION_BY_NAME[name]
         entries = [_parse_entry(section, index, raw, errors) for index, raw in enumerate(raw_entries)]
         parsed[name] = [entry for entry in entries if entry is not None]
-    _check_duplicates(parsed, errors)
-    _check_references(parsed, _declared_names(raw_sections), prune, errors)
-    if errors:
-        raise ConfigInvalid(errors)
-    return parsed
+        if len(parsed[name]) < len(entries):
+            refused.add(name)
+    refused |= _check_duplicates(parsed, errors)
+    refused |= _check_references(parsed, _declared_names(raw_sections), prune, errors)
+    return ParseOutcome(parsed, errors, refused)
+
+
+def config_check(document: Any, *, prune: bool) -> ParsedConfig:
+    """The first pass alone: the sections, or ConfigInvalid listing every problem it finds."""
+    outcome = config_parse(document, prune=prune)
+    if outcome.errors:
+        raise ConfigInvalid(outcome.errors)
+    return outcome.parsed
 
 
 def _raw_sections(document: Any, errors: list[str]) -> dict[str, list[Any]]:
@@ -95,13 +114,21 @@ def _entry_values(section: Section, label: str, raw: dict[Any, Any], errors: lis
     return entry
 
 
-def _check_duplicates(parsed: ParsedConfig, errors: list[str]) -> None:
-    for entries in parsed.values():
+def _check_duplicates(parsed: ParsedConfig, errors: list[str]) -> set[str]:
+    """Entries naming the same object as an earlier one are refused (left out); the sections that had one."""
+    refused = set()
+    for name, entries in parsed.items():
         first_of: dict[Identity, ParsedEntry] = {}
+        kept = []
         for entry in entries:
             first = first_of.setdefault(entry.identity, entry)
             if first is not entry:
                 errors.append(f"{entry.label}: the same entry as {first.label.split(' ')[0]}")
+                refused.add(name)
+            else:
+                kept.append(entry)
+        parsed[name] = kept
+    return refused
 
 
 def _declared_names(raw_sections: dict[str, list[Any]]) -> dict[str, set[str]]:
@@ -115,18 +142,26 @@ def _declared_names(raw_sections: dict[str, list[Any]]) -> dict[str, set[str]]:
     return names
 
 
-def _check_references(parsed: ParsedConfig, declared: dict[str, set[str]], prune: bool, errors: list[str]) -> None:
+def _check_references(parsed: ParsedConfig, declared: dict[str, set[str]], prune: bool, errors: list[str]) -> set[str]:
+    """Entries referring to a name neither the file nor the database has are refused; the sections that had one."""
     known = _KnownNames(declared, prune)
+    refused = set()
     for name, entries in parsed.items():
         section = SECTION_BY_NAME[name]
+        bad: set[int] = set()
         for key in section.keys:
             if key.refers_to is None:
                 continue
-            for entry in entries:
+            for index, entry in enumerate(entries):
                 value = entry.values[key.name]
                 for reference in value if isinstance(value, list) else [value]:
                     if reference is not None and reference not in known.of(key.refers_to):
                         errors.append(f"{entry.label}: {key.name}: {known.unknown_message(key.refers_to, reference)}")
+                        bad.add(index)
+        if bad:
+            parsed[name] = [entry for index, entry in enumerate(entries) if index not in bad]
+            refused.add(name)
+    return refused
 
 
 class _KnownNames:

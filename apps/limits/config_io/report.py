@@ -98,6 +98,8 @@ class SectionReport:
 class ImportReport:
     dry_run: bool
     sections: dict[str, SectionReport]
+    # What the file does that is allowed but likely a mistake (an operation no limit counts), one line each.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def before(self) -> dict[str, Any]:
@@ -110,12 +112,17 @@ class ImportReport:
         return any(report.changed for report in self.sections.values())
 
     def lines(self) -> list[str]:
+        warnings = [f"warning: {warning}" for warning in self.warnings]
         if not self.changed:
-            return ["Dry run: nothing was written.", "no changes"] if self.dry_run else ["no changes"]
+            return (
+                ["Dry run: nothing was written.", "no changes", *warnings]
+                if self.dry_run
+                else ["no changes", *warnings]
+            )
         lines = ["Dry run: nothing was written. The import would make these changes:"] if self.dry_run else []
         for name, report in self.sections.items():
             lines += report.lines(name)
-        return lines
+        return lines + warnings
 
 
 def changes_text(changes: dict[str, Change]) -> str:

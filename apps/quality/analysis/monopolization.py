@@ -129,8 +129,11 @@ class Scope:
     def summary(self) -> ScopeSummary:
         level = self.level
         openings = {}
-        if self.sessions:
-            for limit, counter in self.openings.by_limit.items():
+        # An opening is a lease acquired on a window limit's operation, not a check of that limit: a limit whose
+        # operation this scope never opened a session with has no openings to tell (it read "0 of 10" beside a limit
+        # the customer was checked against hundreds of times), so it is left out.
+        for limit, counter in self.openings.by_limit.items():
+            if counter.best:
                 openings[limit] = Openings(counter.best, counter.best_at, counter.period, counter.quantity)
         return ScopeSummary(
             group=self.group.name if self.group is not None else None,

@@ -48,6 +48,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -179,8 +180,9 @@ class AuditReport:
 
     def summary_lines(self) -> list[str]:
         """A few lines for a terminal or a job's output, then one line per violation."""
+        span = f" from {utc_text(self.from_ms)} to {utc_text(self.to_ms)}" if self.events else " (none in the range)"
         lines = [
-            f"events: {self.events} from {self.from_ms} to {self.to_ms}",
+            f"events: {self.events}{span}",
             f"limits checked: {len(self.limits)}, customers: {len(self.customers)}, groups: {len(self.groups)}",
             f"violations: {len(self.violations)}, shadow over: {len(self.shadow_over)}",
         ]
@@ -193,8 +195,15 @@ class AuditReport:
         return lines
 
 
+def utc_text(at_ms: int | None) -> str:
+    """An epoch-ms time as people read it: ISO 8601 in UTC to the millisecond, or "none"."""
+    if at_ms is None:
+        return "none"
+    return dt.datetime.fromtimestamp(at_ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def _violation_line(v: Violation) -> str:
     return (
-        f"VIOLATION {v.kind} at {v.at_ms} customer={v.customer} limit={v.limit} key={v.key} "
+        f"VIOLATION {v.kind} at {utc_text(v.at_ms)} customer={v.customer} limit={v.limit} key={v.key} "
         f"({v.algorithm}): {v.detail} (observed {v.observed:g}, allowed {v.allowed:g})"
     )

@@ -46,6 +46,7 @@ class DecisionCounts:
     rule_denied: int = 0
     unavailable: int = 0
     logged: int = 0
+    local_denied: int = 0  # a part of denied: refused by the caller's SDK local limiter (POST /api/v1/sync)
     costs: Mapping[str, int] = field(default_factory=dict)
     service: str = ""
     api_key: str = ""

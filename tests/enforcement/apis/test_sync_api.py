@@ -265,3 +265,15 @@ def test_a_malformed_usage_report_is_refused_and_counts_nothing(api, hot, usage)
     assert response.status_code == 400
     assert "usage" in response.json()["error"]["fields"]
     assert usage_totals()["allowed"] is None
+
+
+def test_a_local_limiters_refusals_are_kept_apart_as_local_denied(api, hot) -> None:
+    from django.db.models import Sum
+
+    from apps.usage.models import UsageMinute
+
+    assert sync(api, usage={"sequence": 1, "allowed": 3, "denied": 2, "costs": {"requests": 3}}).status_code == 200
+
+    totals = usage_totals()
+    local = UsageMinute.objects.filter(customer="acct-1").aggregate(local=Sum("local_denied"))["local"]
+    assert (totals["denied"], local) == (2, 2)  # still denied, and known to be the caller's own shaping

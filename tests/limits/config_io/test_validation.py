@@ -6,7 +6,7 @@ from apps.engine.registry import ALGORITHM_NAMES
 from apps.limits.config_io import ConfigInvalid, config_import, config_yaml_load
 from apps.limits.models import Limit, Operation
 from tests.limits.config_io.helpers import import_text, refusal, row_counts
-from tests.limits.factories import OperationFactory
+from tests.limits.factories import LimitFactory, OperationFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -264,3 +264,63 @@ def test_a_refusal_lists_the_first_hundred_problems_and_counts_the_rest() -> Non
     assert len(errors) == 101
     assert errors[0] == "operations[0] (name: op-0): colour: unknown key; the keys are name, description"
     assert errors[-1] == "… and 150 more problems like these; nothing was written"
+
+
+EVERY_KIND_OF_MISTAKE = """
+operations:
+  - {name: Op1, descriptionx: a typo in a key}
+  - {name: Op2}
+limits:
+  - {name: l1, operation: Op2, algorithm: fixed_window, limit: -5, period: minute}
+  - {name: l2, operation: Op2, algorithm: sliding_window, limit: 10, period: minute, burst: 5}
+  - {name: l3, operation: Op3, algorithm: fixed_window, limit: 10, period: minute}
+  - {name: l4, operation: Op2, algorithm: concurrency, limit: 10, period: minute, sync_ms: 100}
+  - {name: l1, operation: Op2, algorithm: fixed_window, limit: 5, period: minute}
+"""
+
+
+def test_one_run_lists_the_mistakes_of_every_kind_the_first_pass_and_the_models_find() -> None:
+    before = row_counts()
+
+    message = refusal(EVERY_KIND_OF_MISTAKE)
+
+    # The first pass: an unknown key, a bad value, an unknown reference, a repeated entry.
+    assert "operations[0] (name: Op1): descriptionx: unknown key" in message
+    assert "limits[0] (name: l1): limit: must be at least 1, not -5" in message
+    assert "limits[2] (name: l3): operation: unknown operation “Op3”" in message
+    # The models' own checks of the entries that passed it, in the same run (they used to wait for a second one).
+    assert "limits[1] (name: l2): burst: Burst is only for token bucket" in message
+    assert "limits[3] (name: l4): sync_ms: Hybrid counting is for" in message
+    assert row_counts() == before
+
+
+def test_prune_problems_are_listed_with_the_others_in_sections_without_a_refused_entry() -> None:
+    OperationFactory(name="Kept")
+    LimitFactory(name="uses-kept", operation=Operation.objects.get(name="Kept"))
+    text = """
+operations: [{name: Op}]
+customers: [{id: acct-1, timezone: Mars/Olympus}]
+"""
+    with pytest.raises(ConfigInvalid) as refused:
+        import_text(text, prune=True)
+
+    message = str(refused.value)
+    assert "customers[0] (id: acct-1): timezone" in message
+    assert "operations: cannot delete Kept: still used by limits uses-kept" in message
+
+
+def test_an_operation_the_file_names_without_a_limit_is_warned_about() -> None:
+    text = """
+operations: [{name: ModifyShardCount}, {name: ModifyShardCuont}]
+limits:
+  - {name: daily, operation: ModifyShardCount, algorithm: calendar, limit: 10, period: day}
+"""
+    report = import_text(text, dry_run=True)
+
+    assert report.warnings == [
+        "operation “ModifyShardCuont” has no limit: checks on it are allowed and count against nothing"
+    ]
+    assert report.lines()[-1] == f"warning: {report.warnings[0]}"
+    assert import_text("operations: [{name: ModifyShardCount}]\n" + text.split("\n", 2)[2]).warnings == []
+    import_text(text)
+    assert import_text(text).warnings == []  # importing it again changes nothing: no warning either

@@ -131,3 +131,15 @@ def test_the_report_is_plain_json_with_the_documented_shape() -> None:
     assert acme["monopolization"]["points"][0] == [T0 + 10, 2.2]
     assert body["top"]["groups"][0]["name"] == "gold"
     assert any(line.startswith("VIOLATION over_concurrency") for line in report.summary_lines())
+
+
+def test_a_window_limit_only_checked_has_no_openings_to_tell() -> None:
+    # 536 checks of a daily limit on another operation than the one sessions are opened with: no opening of it.
+    events = [decision(T0 + at, "fixed_window", 10, 86_400_000, limit="daily", operation="scale") for at in range(536)]
+    events += [decision(T0, "fixed_window", 100, 1_000, limit="opens")]
+    events += [lease_event(T0 + at, "acquire", f"m{at}", expires=T0 + at + 5) for at in (0, 400)]
+
+    customer = audit([ordered(events)]).customers["acme"]
+
+    assert set(customer.max_openings) == {"opens"}
+    assert customer.max_openings["opens"].value == 2
