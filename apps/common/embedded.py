@@ -8,7 +8,8 @@ from django.conf import settings
 PRODUCTION_SETUP = "production setup: set REDIS_URL"
 COUNTERS_IN_PROCESS = "counters are in-process (embedded default)"
 DECISION_LOG_NEEDS_REDIS = (
-    f"The decision log needs Redis ({PRODUCTION_SETUP}): the embedded default logs no decision, so nothing was audited."
+    f"The decision log needs Redis ({PRODUCTION_SETUP}): the embedded default stores no decision log, so nothing "
+    "was audited."
 )
 USAGE_ALERTS_NEED_REDIS = (
     f"Usage-share alerts need Redis ({PRODUCTION_SETUP}): the embedded default keeps the counters inside the API "
@@ -18,5 +19,5 @@ USAGE_ALERTS_NEED_REDIS = (
 
 def counters_in_process() -> bool:
     """True with the embedded default: no Redis is configured, so each process counts on its own (the one API
-    process's counters are the real ones) and nothing is written to the decision log."""
+    process's counters are the real ones) and no decision log reaches the database."""
     return not settings.COUNTERS_REDIS_URL
