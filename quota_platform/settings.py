@@ -93,6 +93,20 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # libpq waits forever for an unreachable host; probes and jobs should give up and say so.
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env.int("DATABASE_CONNECT_TIMEOUT", default=3)
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default's API, workers, beat and admin all write one file. Stock SQLite refused them with
+    # "database is locked": a deferred transaction that read first cannot wait to write (SQLite fails it at once
+    # rather than deadlock), and in the rollback journal every reader holds off the writer. IMMEDIATE takes the
+    # write lock at BEGIN, where the busy timeout lets it queue; WAL lets reads go on beside the one writer.
+    # synchronous=NORMAL skips an fsync per commit: a crash leaves the file consistent, a power cut may lose the
+    # last commits (a demo's, not production's). tests/ops/test_sqlite_load.py measures before and after.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,  # seconds a write waits for the lock: rollups take well under one
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+        }
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Redis holds the counters (COUNTERS_REDIS_URL; redis+cluster://host:port,… names a Redis Cluster) and the cache

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db.models import Count, Q
 from django.http import HttpRequest
 
-from apps.alerts.models import AlertEvent, AlertRule, JobOutcome
+from apps.alerts.models import AlertEvent, AlertRule, JobOutcome, RuleKind
 from apps.alerts.services.webhooks import allow_private, webhook_url_refusal
+from apps.common.embedded import USAGE_ALERTS_NEED_REDIS, counters_in_process
 
 
 class AlertRuleForm(forms.ModelForm):
@@ -67,6 +68,11 @@ class AlertRuleAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> Any:
         return super().get_queryset(request).annotate(firing=Count("events", filter=Q(events__open=True)))
+
+    def save_model(self, request: HttpRequest, obj: AlertRule, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if obj.kind == RuleKind.USAGE and counters_in_process():
+            self.message_user(request, USAGE_ALERTS_NEED_REDIS, messages.WARNING)
 
     @admin.display(description="scope")
     def scope(self, rule: AlertRule) -> str:

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from apps.alerts.models import JobOutcome
+from apps.common.embedded import COUNTERS_IN_PROCESS, PRODUCTION_SETUP
 from apps.common.metrics import metrics_registry
 from apps.enforcement.counters.inspection import customers_limit_states
 from apps.enforcement.models import FallbackCounter
@@ -69,6 +70,7 @@ class ServiceStatus:
     name: str
     ok: bool
     detail: str
+    state: str  # what the page says after the name: "up", "DOWN", or "not configured"
 
 
 @dataclass(frozen=True)
@@ -139,15 +141,17 @@ def service_statuses() -> list[ServiceStatus]:
     statuses = []
     for name, check in ((database_name(), database_check), ("Redis", redis_check)):
         result = check()
+        state = "up" if result["ok"] else "DOWN"
         if not result["ok"]:
             detail = result.get("error", "not answering")
         elif result.get("mode") == "in-process":
-            detail = "not used: counters live in this process (embedded default)"
+            state = "not configured"
+            detail = f"{COUNTERS_IN_PROCESS}; the decision log and usage-share alerts need Redis ({PRODUCTION_SETUP})"
         else:
             detail = f"answered in {result.get('ms', '?')} ms"
             if result.get("warning"):
                 detail += f"; warning: {result['warning']}"
-        statuses.append(ServiceStatus(name, bool(result["ok"]), detail))
+        statuses.append(ServiceStatus(name, bool(result["ok"]), detail, state))
     return statuses
 
 

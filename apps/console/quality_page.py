@@ -20,6 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
+from apps.common.embedded import DECISION_LOG_NEEDS_REDIS, counters_in_process
 from apps.console.charts import Series, line_chart_svg
 from apps.console.quality_timeline import bucket_edges, held_per_bucket, ms_time, points_per_bucket, time_labels
 from apps.customers.models import Customer
@@ -229,7 +230,10 @@ def quality_view(request: HttpRequest) -> HttpResponse:
             request, REFUSED_TEMPLATE, {**context, "title": "Not allowed", "sentence": sentence}, status=403
         )
     run, notice = run_chosen(request.GET.get("run"))
-    context.update(notice=notice, runs=AuditRun.objects.all()[:RUNS_LISTED])
+    log_recorded = not counters_in_process()
+    if not log_recorded:  # said first: without it an empty page would read as "every limit held"
+        notice = " ".join(filter(None, (DECISION_LOG_NEEDS_REDIS, notice)))
+    context.update(notice=notice, log_recorded=log_recorded, runs=AuditRun.objects.all()[:RUNS_LISTED])
     if run is not None:
         context.update(quality_context(run, request.GET.get("scope")))
     return TemplateResponse(request, TEMPLATE, context)

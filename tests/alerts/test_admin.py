@@ -31,6 +31,18 @@ def test_a_rule_posted_to_the_add_form_is_saved_with_a_fresh_webhook_secret(admi
     assert AlertRuleFactory().webhook_secret != rule.webhook_secret
 
 
+def test_without_redis_saving_a_usage_rule_warns_that_it_will_not_be_checked(admin_client, settings) -> None:
+    settings.REDIS_URL = settings.COUNTERS_REDIS_URL = ""  # the embedded default
+
+    usage = admin_client.post(admin_url(AlertRule, "add"), rule_form(kind=RuleKind.USAGE, threshold=80), follow=True)
+    denials = admin_client.post(admin_url(AlertRule, "add"), rule_form(name="other"), follow=True)
+
+    assert "Usage-share alerts need Redis (production setup: set REDIS_URL)" in usage.content.decode()
+    assert "usage rules are not checked" in usage.content.decode()
+    assert "Usage-share alerts need Redis" not in denials.content.decode()
+    assert AlertRule.objects.count() == 2
+
+
 @pytest.mark.parametrize(
     ("changes", "field", "says"),
     [

@@ -86,6 +86,21 @@ def test_usage_rules_neither_fire_nor_resolve_while_redis_cannot_be_read(api, ke
     assert history(rule) == [("fired", "acct-1 / streams")]
 
 
+def test_without_redis_usage_rules_say_they_need_it_instead_of_finding_everyone_at_zero(api, settings) -> None:
+    """The embedded default: the alert job's process is not the API's, so its in-process counters are empty."""
+    customer = CustomerFactory(external_id="acct-1")
+    rule = AlertRuleFactory(kind=RuleKind.USAGE, threshold=10, customer=customer)
+    LimitFactory(name="streams", operation=OperationFactory(name="ListStreams"), quantity=10, period_seconds=60)
+    check(api, "acct-1", "ListStreams", 5)
+    settings.REDIS_URL = settings.COUNTERS_REDIS_URL = ""
+
+    outcome = job_run("evaluate_alerts")
+
+    assert "1 could not be read" in outcome["summary"]
+    assert f"{rule.name}: Usage-share alerts need Redis (production setup: set REDIS_URL)" in outcome["summary"]
+    assert history(rule) == []
+
+
 def test_denials_above_n_per_minute_for_an_operation_fire_once_then_resolve() -> None:
     rule = AlertRuleFactory(kind=RuleKind.DENIALS, threshold=20, operation=OperationFactory(name="PutRecords"))
     UsageMinute.objects.create(customer="acct-1", operation="PutRecords", bucket=minute_ago(1), denied=15)

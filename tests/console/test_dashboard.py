@@ -111,6 +111,18 @@ def test_the_index_shows_the_dashboard_with_a_chart_and_a_never_run_job(admin_cl
     assert 'data-label="acct-9" data-value="3"' in page
     assert "not scheduled: run manage.py setup_periodic_tasks" in page
     assert "PostgreSQL: up" in page
+    assert "Redis: up</span> — answered in" in page
+
+
+def test_without_redis_the_panel_says_redis_is_not_configured_and_what_needs_it(admin_client, engine, settings) -> None:
+    settings.REDIS_URL = settings.COUNTERS_REDIS_URL = ""  # the embedded default
+
+    page = admin_client.get("/admin/").content.decode()
+
+    panel = page[page.index('id="platform-status"') :].split("</section>")[0]
+    assert "Redis: not configured</span> — counters are in-process (embedded default)" in panel
+    assert "the decision log and usage-share alerts need Redis (production setup: set REDIS_URL)" in panel
+    assert "Redis: up" not in panel
 
 
 def test_the_platform_panel_names_the_database_in_use(admin_client, engine, monkeypatch, tmp_path) -> None:

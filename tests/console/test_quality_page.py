@@ -106,7 +106,8 @@ def test_a_group_can_be_chosen_and_an_older_run_too(admin_client, audited) -> No
 
     assert latest.context["run"] == newer.run
     assert latest.context["violations"] == []
-    assert "Every limit held" in latest.content.decode()
+    assert "No decision was logged in the audited range, so no limit was checked" in latest.content.decode()
+    assert "Every limit held" not in latest.content.decode()  # an hour without a log entry proves nothing
     assert older.context["run"] == audited
     assert older.context["scope"].value == "group:light"
     assert max(older.context["held"]) == 1
@@ -195,3 +196,28 @@ def test_openings_are_told_only_for_window_limits_on_the_operation_sessions_were
     assert "scale-daily" not in page.split('id="scope"')[1].split("</table>")[0]
     assert "Most sessions opened within one window of stream-opens (per minute)" in page
     assert "3 of the 50 it allows" in page
+
+
+def test_a_run_whose_log_entries_all_held_says_every_limit_held(admin_client, db) -> None:
+    CustomerFactory(external_id="light-1", plan=PlanFactory(name="light"))
+    LimitFactory(name=SESSIONS, algorithm=Algorithm.CONCURRENCY, quantity=2, period_seconds=3600)
+    held = [lease_event(T0_MS + at, kind, "light-1", "l0", at) for at, kind in ((500, "acquire"), (800, "release"))]
+    DecisionEvent.objects.bulk_create(held)
+    audit_quality_run(filters=log_filters(start=T0 - dt.timedelta(minutes=1), end=T0 + dt.timedelta(minutes=1)))
+
+    page = admin_client.get(quality_url()).content.decode()
+
+    assert "Every limit held over the audited range." in page
+    assert "No decision was logged" not in page
+
+
+def test_without_redis_the_page_says_the_log_needs_it_not_that_every_limit_held(admin_client, settings) -> None:
+    settings.REDIS_URL = settings.COUNTERS_REDIS_URL = ""  # the embedded default
+
+    response = admin_client.get(quality_url())
+
+    page = response.content.decode()
+    assert response.context["notice"].startswith("The decision log needs Redis (production setup: set REDIS_URL)")
+    assert "The decision log needs Redis" in page
+    assert "Every limit held" not in page
+    assert "Run <code>manage.py audit_quality</code>" not in page  # it would only repeat the notice

@@ -6,14 +6,19 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from apps.customers.models import Customer, Plan
+from apps.ops.jobs import job_run
 from apps.quality.models import AuditRun
 from apps.usage.models import UsageMinute
 from tests.quality.logs import decision, drain, lease, minute_ms, write
+from tests.servers import repository_root
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -139,3 +144,43 @@ def test_degraded_minutes_are_reported_apart_as_unchecked(window, redis_client, 
 def test_a_range_that_is_not_one_is_refused() -> None:
     with pytest.raises(CommandError, match="range is empty"):
         call_command("audit_quality", "--from", "2025-01-02", "--to", "2025-01-01", stdout=io.StringIO())
+
+
+def test_without_redis_nothing_is_audited_and_the_command_says_why_with_status_2(settings) -> None:
+    """The embedded default writes no decision log: an audit would read nothing and report "0 violations"."""
+    settings.REDIS_URL = settings.COUNTERS_REDIS_URL = ""
+
+    with pytest.raises(CommandError, match=r"The decision log needs Redis \(production setup: set REDIS_URL\)") as err:
+        call_command("audit_quality", stdout=io.StringIO())
+
+    assert err.value.returncode == 2
+    assert "nothing was audited" in str(err.value)
+    assert not AuditRun.objects.exists()
+
+
+def test_without_redis_the_daily_audit_job_says_it_audited_nothing_and_keeps_no_run(settings) -> None:
+    settings.REDIS_URL = settings.COUNTERS_REDIS_URL = ""
+
+    report = job_run("audit_quality")
+
+    assert report["summary"].startswith("The decision log needs Redis (production setup: set REDIS_URL)")
+    assert report["audit_run"] is None
+    assert "violations" not in report["summary"]
+    assert not AuditRun.objects.exists()
+
+
+@pytest.mark.slow
+def test_make_runs_settings_exit_2_from_audit_quality(tmp_path) -> None:
+    """The real command under the embedded default's settings (no DATABASE_URL or REDIS_URL), as a newcomer runs it."""
+    unset = {"DATABASE_URL", "REDIS_URL", "COUNTERS_REDIS_URL", "CELERY_BROKER_URL"}
+    env = {name: value for name, value in os.environ.items() if name not in unset}
+    env.update(ENV_FILE="", VAR_DIR=str(tmp_path), SECRET_KEY="embedded-test-key")
+
+    done = subprocess.run(
+        [sys.executable, "manage.py", "audit_quality"],
+        cwd=repository_root(), env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+    assert done.returncode == 2, done.stderr
+    assert "The decision log needs Redis (production setup: set REDIS_URL)" in done.stderr
+    assert "violations" not in done.stdout + done.stderr

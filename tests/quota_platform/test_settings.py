@@ -50,3 +50,17 @@ def test_debug_is_off_unless_set() -> None:
         env={**PRODUCTION_ENV, "SECRET_KEY": secrets.token_urlsafe(60)},
     )
     assert result.stdout.strip().splitlines()[-1] == "False", result.stderr
+
+
+def test_the_embedded_sqlite_queues_its_writers_and_postgresql_is_left_alone(tmp_path) -> None:
+    """Without DATABASE_URL: WAL, IMMEDIATE transactions and a busy timeout (tests/ops/test_sqlite_load.py shows why);
+    the options are SQLite's only."""
+    show = "from django.db import connection; print(sorted(connection.settings_dict['OPTIONS'].items()))"
+    embedded = run_manage("shell", "-c", show, env={"SECRET_KEY": "k", "VAR_DIR": str(tmp_path)})
+    production = run_manage("shell", "-c", show, env={**PRODUCTION_ENV, "SECRET_KEY": secrets.token_urlsafe(60)})
+
+    assert embedded.stdout.strip().splitlines()[-1] == str(
+        [("init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"), ("timeout", 20),
+         ("transaction_mode", "IMMEDIATE")]
+    ), embedded.stderr  # fmt: skip
+    assert production.stdout.strip().splitlines()[-1] == "[('connect_timeout', 3)]", production.stderr

@@ -16,6 +16,7 @@ from django.db.models import Sum
 from django.db.models.functions import Coalesce
 
 from apps.alerts.models import AlertEvent, AlertRule, JobOutcome, RuleKind
+from apps.common.embedded import USAGE_ALERTS_NEED_REDIS, counters_in_process
 from apps.enforcement.counters.breaker import CLOSED
 from apps.enforcement.counters.guarded_store import breaker_for
 from apps.enforcement.counters.inspection import CountersUnavailable, customers_limit_states
@@ -49,6 +50,9 @@ def findings_of(rule: AlertRule, *, now: dt.datetime, store_probe: StoreProbe) -
 
 
 def usage_findings(rule: AlertRule, *, now: dt.datetime) -> dict[str, Finding]:
+    if counters_in_process():
+        # This process's counters are not the API's: reading them would find every customer at 0 %.
+        raise ConditionUnreadable(USAGE_ALERTS_NEED_REDIS)
     customers = [rule.customer.external_id] if rule.customer else _active_customers(rule, now)
     try:
         states = customers_limit_states(customers)

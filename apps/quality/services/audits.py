@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from apps.common.embedded import DECISION_LOG_NEEDS_REDIS, counters_in_process
 from apps.quality.analysis import AuditReport, audit
 from apps.quality.models import AuditRun
 from apps.quality.selectors import (
@@ -90,8 +91,20 @@ def audit_quality_run(
     return AuditOutcome(run, report, degraded)
 
 
-def audit_previous_day(*, now: dt.datetime | None = None) -> AuditOutcome:
-    """The daily job: the whole previous UTC day, every customer and limit."""
+@dataclass(frozen=True, slots=True)
+class AuditSkipped:
+    """The daily job's report when there is no decision log to audit (the embedded default): no run is kept."""
+
+    summary: str = DECISION_LOG_NEEDS_REDIS
+
+    def as_dict(self) -> dict[str, object]:
+        return {"audit_run": None, "skipped": self.summary}
+
+
+def audit_previous_day(*, now: dt.datetime | None = None) -> AuditOutcome | AuditSkipped:
+    """The daily job: the whole previous UTC day, every customer and limit; skipped, saying why, without Redis."""
+    if counters_in_process():
+        return AuditSkipped()
     today = (now or timezone.now()).astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     filters = log_filters(start=today - dt.timedelta(days=1), end=today)
     return audit_quality_run(filters=filters, trigger="job")

@@ -1,4 +1,5 @@
-"""manage.py audit_quality: audit a range of the decision log in one pass; exit status 1 when a limit did not hold."""
+"""manage.py audit_quality: audit a range of the decision log in one pass; exit status 1 when a limit did not hold,
+2 when there is no decision log to audit (the embedded default, without Redis)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from tqdm import tqdm
 
+from apps.common.embedded import DECISION_LOG_NEEDS_REDIS, counters_in_process
 from apps.quality.services.audits import AuditOutcome, audit_quality_run, log_filters
 from apps.quality.timeparse import moment_parse
 
 BAR_REDRAW_S = 0.2
 DEGRADED_SHOWN = 50
+NO_DECISION_LOG = 2  # exit status: nothing was audited (1 means a limit did not hold)
 
 
 class Command(BaseCommand):
@@ -23,7 +26,8 @@ class Command(BaseCommand):
         "Read the decision log of a range in time order (slots merged, one pass) and check every limit held; "
         "print a summary and each violation with its time and key. Exit status 1 when any violation is found. "
         "Decisions made without Redis (degraded) are not in the log: their minutes are listed apart, unchecked. "
-        "Progress goes to standard error; the run is kept (admin: Audit runs)."
+        "Progress goes to standard error; the run is kept (admin: Audit runs). Without Redis (the embedded "
+        "default) no decision is logged: the command says so and exits with status 2, auditing nothing."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -35,6 +39,8 @@ class Command(BaseCommand):
         parser.add_argument("--format", default="text", choices=("text", "json"), help="text (default) or json.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if counters_in_process():
+            raise CommandError(DECISION_LOG_NEEDS_REDIS, returncode=NO_DECISION_LOG)
         try:
             end = moment_parse(options["end"]) if options["end"] else timezone.now()
             start = moment_parse(options["start"]) if options["start"] else end - dt.timedelta(days=1)
