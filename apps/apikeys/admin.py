@@ -15,7 +15,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
 from django.forms import ModelForm
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.cache import add_never_cache_headers
@@ -171,7 +171,7 @@ class ApiKeyAdmin(HistoryAdminMixin, admin.ModelAdmin):
         )
         return response
 
-    def get_urls(self) -> list[URLPattern]:  # type: ignore[override]
+    def get_urls(self) -> list[URLPattern]:
         issued = path(
             "<path:object_id>/issued/", self.admin_site.admin_view(self.issued_view), name="apikeys_apikey_issued"
         )
@@ -181,7 +181,7 @@ class ApiKeyAdmin(HistoryAdminMixin, admin.ModelAdmin):
         """The page after issuing a key: its secret the first time, and only to the browser that issued it."""
         api_key = self.get_object(request, object_id)
         if api_key is None or not self.has_add_permission(request):
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            raise Http404("No such API key, or it is not yours to issue.")
         masked = request.session.get(ISSUED_SESSION_KEY, {}).get(str(api_key.pk))
         mask = request.COOKIES.get(ISSUED_MASK_COOKIE, "")
         secret = None

@@ -209,3 +209,7 @@ def test_the_service_list_names_its_operations_or_says_every_operation(admin_cli
 
     assert '<td class="field-operation_names">ModifyShardCount, SplitShard</td>' in page
     assert '<td class="field-operation_names">every operation</td>' in page
+
+
+def test_the_issued_page_of_no_such_key_is_not_found(admin_client) -> None:
+    assert admin_client.get("/admin/apikeys/apikey/999999/issued/").status_code == 404
