@@ -51,6 +51,8 @@ def child_exit(server: Any, worker: Any) -> None:
 def worker_exit(server: Any, worker: Any) -> None:
     """A worker ends (a graceful stop, a restart after max_requests): its decision ledger's last round is written
     and it deregisters as a usage writer (apps/enforcement/ledger/shutdown.py), so no decision it counted is lost."""
+    if not _serves_the_platform():
+        return
     from apps.enforcement.ledger.shutdown import ledger_final_flush
 
     ledger_final_flush()
@@ -60,6 +62,15 @@ def post_worker_init(worker: Any) -> None:
     """A worker has loaded the app: it announces itself now (apps/enforcement/fallback/heartbeat.py), not at its
     first request, so the `local` policy's share already counts a worker that has not served yet (a burst that
     reaches the other worker first would otherwise be shared by one instance too few)."""
+    if not _serves_the_platform():
+        return
     from apps.enforcement.fallback.heartbeat import heartbeat_start
 
     heartbeat_start()
+
+
+def _serves_the_platform() -> bool:
+    """Is the app this config serves the platform (not another Django app served alike, e.g. bench/api's peer)?"""
+    from django.apps import apps
+
+    return apps.ready and apps.is_installed("apps.enforcement")
