@@ -32,6 +32,9 @@ from apps.enforcement.fallback import heartbeat
 from apps.limits.snapshot_holder import snapshot_current
 
 JSON = OrjsonRenderer.media_type
+# A body past DATA_UPLOAD_MAX_MEMORY_SIZE is refused (413); up to this much of it is read and dropped first (_drain).
+DRAIN_MAX_BYTES = 16 * 1024 * 1024
+DRAIN_CHUNK_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,8 @@ def door_request(path: str, meta: Mapping[str, Any], read: Callable[[int], bytes
         length = 0  # as Django and DRF read a Content-Length that is not a number
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     body = read(length) if length > 0 and (limit is None or length <= limit) else b""
+    if limit is not None and length > limit:
+        _drain(read, min(length, DRAIN_MAX_BYTES))
     return DoorRequest(
         path=path,
         authorization=meta.get("HTTP_AUTHORIZATION", ""),
@@ -71,6 +76,16 @@ def door_request(path: str, meta: Mapping[str, Any], read: Callable[[int], bytes
         body=body,
         meta=meta,
     )
+
+
+def _drain(read: Callable[[int], bytes], length: int) -> None:
+    """Read and drop a refused body: a client still sending it then reads its 413, where a server that closes with
+    the body unread resets the connection under it (the client sees a broken pipe, not the answer)."""
+    while length > 0:
+        chunk = read(min(length, DRAIN_CHUNK_BYTES))
+        if not chunk:
+            return
+        length -= len(chunk)
 
 
 def check_answer(request: DoorRequest) -> Answer:

@@ -31,13 +31,15 @@ def send(platform: Platform, case: Case) -> http.client.HTTPResponse:
     headers = {name: value.replace("{key}", platform.key).replace("{bad}", "qp_notakey") for name, value
                in case.headers.items()}  # fmt: skip
     connection_ = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
-    connection_.putrequest(case.method, case.path, skip_host="Host" in headers, skip_accept_encoding=True)
-    for name, value in {**headers, "Content-Length": str(len(case.body))}.items():
-        connection_.putheader(name, value)
-    connection_.endheaders(case.body)
-    response = connection_.getresponse()
-    response.body = response.read()  # type: ignore[attr-defined]
-    connection_.close()
+    try:  # closed even when a send fails: an unclosed socket fails a later test (ResourceWarning)
+        connection_.putrequest(case.method, case.path, skip_host="Host" in headers, skip_accept_encoding=True)
+        for name, value in {**headers, "Content-Length": str(len(case.body))}.items():
+            connection_.putheader(name, value)
+        connection_.endheaders(case.body)
+        response = connection_.getresponse()
+        response.body = response.read()  # type: ignore[attr-defined]
+    finally:
+        connection_.close()
     return response
 
 
