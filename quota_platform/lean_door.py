@@ -32,7 +32,14 @@ from django.http import HttpRequest, HttpResponse
 from django.middleware.security import SecurityMiddleware
 
 from apps.enforcement.decisions.apis import CheckApi, CheckBatchApi
-from apps.enforcement.decisions.core import Answer, DoorRequest, batch_answer, check_answer, door_request
+from apps.enforcement.decisions.core import (
+    Answer,
+    DoorRequest,
+    batch_answer,
+    check_answer,
+    door_request,
+    refused_body_drain,
+)
 
 request_logger = logging.getLogger("django.request")
 
@@ -74,7 +81,9 @@ def lean_answer(environ: WSGIEnvironment) -> tuple[Answer, str] | None:
     stream = environ["wsgi.input"]
     signals.request_started.send(sender=EnvironRequest, environ=environ)
     try:
-        answer = answer_of(door_request(path, environ, stream.read))
+        door = door_request(path, environ, stream.read)
+        refused_body_drain(door, stream.read)
+        answer = answer_of(door)
     finally:
         signals.request_finished.send(sender=EnvironRequest)
     answer.headers["Allow"] = allow

@@ -32,7 +32,7 @@ from apps.enforcement.fallback import heartbeat
 from apps.limits.snapshot_holder import snapshot_current
 
 JSON = OrjsonRenderer.media_type
-# A body past DATA_UPLOAD_MAX_MEMORY_SIZE is refused (413); up to this much of it is read and dropped first (_drain).
+# A body past DATA_UPLOAD_MAX_MEMORY_SIZE is refused (413); up to this much of it is read and dropped first.
 DRAIN_MAX_BYTES = 16 * 1024 * 1024
 DRAIN_CHUNK_BYTES = 64 * 1024
 
@@ -66,8 +66,6 @@ def door_request(path: str, meta: Mapping[str, Any], read: Callable[[int], bytes
         length = 0  # as Django and DRF read a Content-Length that is not a number
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     body = read(length) if length > 0 and (limit is None or length <= limit) else b""
-    if limit is not None and length > limit:
-        _drain(read, min(length, DRAIN_MAX_BYTES))
     return DoorRequest(
         path=path,
         authorization=meta.get("HTTP_AUTHORIZATION", ""),
@@ -78,9 +76,15 @@ def door_request(path: str, meta: Mapping[str, Any], read: Callable[[int], bytes
     )
 
 
-def _drain(read: Callable[[int], bytes], length: int) -> None:
-    """Read and drop a refused body: a client still sending it then reads its 413, where a server that closes with
-    the body unread resets the connection under it (the client sees a broken pipe, not the answer)."""
+def refused_body_drain(request: DoorRequest, read: Callable[[int], bytes]) -> None:
+    """Read and drop the body of `request` when it is past the size limit (left unread, so answered 413): a client
+    still sending it then reads its answer, where a server that closes with the body unread resets the connection
+    under it (a broken pipe, not the answer). For a door that reads the WSGI stream itself (the lean door): Django
+    reads its own."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if limit is None or request.content_length <= limit:
+        return
+    length = min(request.content_length, DRAIN_MAX_BYTES)
     while length > 0:
         chunk = read(min(length, DRAIN_CHUNK_BYTES))
         if not chunk:
