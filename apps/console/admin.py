@@ -16,7 +16,8 @@ from apps.console.customer_urls import customer_page_urls
 from apps.customers.admin import CustomerAdmin
 from apps.customers.models import Customer
 from apps.enforcement.counters.selectors import customer_holdings
-from apps.limits.admin import AccessRuleInline, OverrideInline, SourceAccessRuleInline
+from apps.limits.admin import OverrideInline
+from apps.limits.admin_rules import AccessRuleInline, SourceAccessRuleInline
 
 admin.site.unregister(Customer)
 

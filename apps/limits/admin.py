@@ -1,4 +1,4 @@
-"""Admin for operations, limits, overrides and access rules: the configuration operators edit most.
+"""Admin for operations, limits and overrides: the configuration operators edit most (access rules: admin_rules.py).
 
 Saving goes through the model forms, so every Model.clean() rule runs and its errors land on the
 field they name. The limit editor's form is in admin_forms.py (key_by choices, match rows, fields hidden per
@@ -13,26 +13,19 @@ from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 from django.http import HttpRequest
 from django.urls import URLPattern, path
 from django.utils import timezone
-from django.utils.text import Truncator
 
-from apps.common.admin_inlines import ReadOnlyTabularInline
 from apps.history.admin import HistoryAdminMixin
 from apps.limits.admin_forms import LimitAdminForm, OverrideAdminForm
+from apps.limits.admin_rules import reason_preview  # importing it registers the access rules' admin too
 from apps.limits.admin_yaml import yaml_export_view, yaml_import_view
-from apps.limits.choices import RuleSource
-from apps.limits.models import AccessRule, Limit, Operation, Override
+from apps.limits.models import Limit, Operation, Override
 from apps.limits.summaries import limit_summary
 
 admin.site.site_header = "Quota Platform"
 admin.site.site_title = "Quota Platform admin"
 admin.site.index_title = "Configuration and usage"
 
-REASON_PREVIEW_CHARS = 80
 UNSAVED_SUMMARY = "Shown once the limit is saved."
-
-
-def _reason_preview(reason: str) -> str:
-    return Truncator(reason).chars(REASON_PREVIEW_CHARS)
 
 
 @admin.register(Operation)
@@ -156,71 +149,7 @@ class OverrideAdmin(HistoryAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="reason")
     def reason_preview(self, override: Override) -> str:
-        return _reason_preview(override.reason)
-
-
-class ExpiryFilter(admin.SimpleListFilter):
-    title = "expiry"
-    parameter_name = "expiry"
-
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [("current", "not expired"), ("expired", "expired")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[AccessRule]) -> QuerySet[AccessRule]:
-        now = timezone.now()
-        if self.value() == "current":
-            return queryset.filter(Q(expires__isnull=True) | Q(expires__gt=now))
-        if self.value() == "expired":
-            return queryset.filter(expires__lte=now)
-        return queryset
-
-
-SOURCE_RULE_NOTE = (
-    "From the external source document: the next refresh replaces it, so it is shown here, not edited. Change or "
-    "remove it in the source. Deleted here, it is back at the next refresh while the source lists it."
-)
-
-
-@admin.register(AccessRule)
-class AccessRuleAdmin(HistoryAdminMixin, admin.ModelAdmin):
-    list_display = ("action", "matcher", "operation", "expires", "source", "reason_preview", "created_at")
-    list_filter = ("action", "source", ExpiryFilter, ("operation", admin.RelatedOnlyFieldListFilter))
-    list_select_related = ("customer", "operation")
-    search_fields = ("customer__external_id", "ip", "api_key__prefix", "reason")
-    autocomplete_fields = ("customer", "api_key", "operation")
-    readonly_fields = ("source",)
-    date_hierarchy = "created_at"
-    fieldsets = (
-        (None, {"fields": ("action", "source")}),
-        (
-            "Matches",
-            {
-                "fields": ("customer", "ip", "api_key"),
-                "description": "Every matcher that is set must match; set at least one.",
-            },
-        ),
-        ("Scope and expiry", {"fields": ("operation", "expires", "reason")}),
-    )
-
-    def has_change_permission(self, request: HttpRequest, obj: AccessRule | None = None) -> bool:
-        # The source owns its rules: an edit here would be undone by the next refresh without a word.
-        if obj is not None and obj.source == RuleSource.EXTERNAL:
-            return False
-        return super().has_change_permission(request, obj)
-
-    def get_fieldsets(self, request: HttpRequest, obj: AccessRule | None = None) -> Any:
-        if obj is None or obj.source != RuleSource.EXTERNAL:
-            return self.fieldsets
-        (_, first), *rest = self.fieldsets
-        return (("From the external source", {**first, "description": SOURCE_RULE_NOTE}), *rest)
-
-    @admin.display(description="matches")
-    def matcher(self, rule: AccessRule) -> str:
-        return rule.matcher_summary
-
-    @admin.display(description="reason")
-    def reason_preview(self, rule: AccessRule) -> str:
-        return _reason_preview(rule.reason)
+        return reason_preview(override.reason)
 
 
 class OverrideInline(admin.TabularInline):
@@ -232,30 +161,3 @@ class OverrideInline(admin.TabularInline):
     autocomplete_fields = ("limit",)
     extra = 0
     show_change_link = True
-
-
-class AccessRuleInline(admin.TabularInline):
-    """A customer's access rules on its page: those made in the admin (or by YAML), which operators edit here."""
-
-    model = AccessRule
-    fk_name = "customer"
-    fields = ("action", "operation", "ip", "api_key", "expires", "reason")
-    autocomplete_fields = ("operation", "api_key")
-    extra = 0
-    show_change_link = True
-    verbose_name_plural = "access rules"
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[AccessRule]:
-        return super().get_queryset(request).filter(source=RuleSource.ADMIN)
-
-
-class SourceAccessRuleInline(ReadOnlyTabularInline):
-    """A customer's access rules from the external source, read-only: each refresh replaces them."""
-
-    model = AccessRule
-    fk_name = "customer"
-    fields = ("action", "operation", "ip", "api_key", "expires", "reason")
-    verbose_name_plural = "access rules from the external source (replaced at each refresh; edit them there)"
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[AccessRule]:
-        return super().get_queryset(request).filter(source=RuleSource.EXTERNAL)
