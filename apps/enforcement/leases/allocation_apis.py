@@ -12,7 +12,7 @@ from apps.api.fields import parse_path_text
 from apps.enforcement.api_base import EnforcementApi
 from apps.enforcement.decisions import serializers
 from apps.enforcement.decisions.parsing import MAX_CUSTOMER_LENGTH, MAX_LIMIT_NAME_LENGTH
-from apps.enforcement.leases import schema_docs as lease_docs
+from apps.enforcement.leases import allocation_docs
 from apps.enforcement.leases.allocations import allocations_get, allocations_set
 from apps.enforcement.leases.parsing import parse_allocations
 from apps.limits.snapshot_holder import snapshot_current
@@ -22,7 +22,7 @@ class AllocationsSetApi(EnforcementApi):
     @extend_schema(
         parameters=[serializers.CUSTOMER_PATH, serializers.LIMIT_PATH],
         request=serializers.AllocationsInputSerializer,
-        **lease_docs.ALLOCATIONS,
+        **allocation_docs.ALLOCATIONS,
     )
     def put(self, request: Request, customer: str, limit: str) -> Response:
         parse_path_text("customer", customer, MAX_CUSTOMER_LENGTH)
@@ -38,7 +38,7 @@ class AllocationsSetApi(EnforcementApi):
         )
         return Response(body)
 
-    @extend_schema(parameters=[serializers.CUSTOMER_PATH, serializers.LIMIT_PATH], **lease_docs.ALLOCATIONS_GET)
+    @extend_schema(parameters=[serializers.CUSTOMER_PATH, serializers.LIMIT_PATH], **allocation_docs.ALLOCATIONS_GET)
     def get(self, request: Request, customer: str, limit: str) -> Response:
         parse_path_text("customer", customer, MAX_CUSTOMER_LENGTH)
         parse_path_text("limit", limit, MAX_LIMIT_NAME_LENGTH)
