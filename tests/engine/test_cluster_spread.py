@@ -15,7 +15,6 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
-from apps.enforcement.counters.redis_clients import counters_client
 from apps.engine import CheckItem, Decision, LimitSpec, ManualClock, MemoryStore
 from apps.engine.store.cluster import ClusterStore
 from tests.engine.conftest import START_MS
@@ -153,10 +152,8 @@ def test_a_check_refused_by_its_global_limit_consumes_nothing_on_any_node(
     assert sorted(records.amounts.values()) == [3, 3, 3]
 
 
-def test_a_refused_check_gives_back_its_reservations_under_contention(redis_cluster: Any, cluster_prefix: str) -> None:
-    store = Tallied(
-        ClusterStore(counters_client(redis_cluster.url, 2000), cluster_prefix, clock=ManualClock(START_MS + 30_000))
-    )
+def test_a_refused_check_gives_back_its_reservations_under_contention(cluster_client: Any, cluster_prefix: str) -> None:
+    store = Tallied(ClusterStore(cluster_client, cluster_prefix, clock=ManualClock(START_MS + 30_000)))
     wide = LimitSpec("wide", "fixed_window", 1000, period_s=60, key_by=())  # away: reserved, then refunded
     narrow = LimitSpec("narrow", "fixed_window", 30, period_s=60, key_by=("customer",))  # home: refuses
     item = CheckItem("hot-customer", "Op", ip="203.0.113.9")

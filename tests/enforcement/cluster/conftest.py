@@ -161,3 +161,15 @@ def cluster_platform(
             database_flush()
         redis_cluster.heal()
         _delete_keys(redis_cluster, key_prefix)
+
+
+@pytest.fixture
+def counters_store(cluster_platform: ClusterPlatform) -> Iterator[Any]:
+    """The servers' counters as a test reads them: a ClusterStore on a client of its own, closed after the test
+    (left to the garbage collector, its sockets warned in whichever test collected them)."""
+    from apps.enforcement.counters.redis_clients import counters_client
+    from apps.enforcement.counters.seeding import usage_seeds
+    from apps.engine.store.cluster import ClusterStore
+
+    with counters_client(cluster_platform.cluster.url, 2000) as client:
+        yield ClusterStore(client, key_prefix=cluster_platform.key_prefix, seeder=usage_seeds)

@@ -11,10 +11,7 @@ from collections import Counter
 
 import pytest
 
-from apps.enforcement.counters.redis_clients import counters_client
-from apps.enforcement.counters.seeding import usage_seeds
 from apps.enforcement.decisions.specs import counter_reach_ms
-from apps.engine.store.cluster import ClusterStore
 from apps.usage.models import CounterRecord
 from apps.usage.services import usage_flush
 from tests.enforcement.cluster.conftest import LIMIT_SPREAD, check
@@ -28,7 +25,9 @@ def remaining(answer) -> dict[str, int]:  # type: ignore[no-untyped-def]
     return {limit["name"]: limit["remaining"] for limit in answer.body["limits"]}
 
 
-def test_a_check_over_three_slots_is_decided_by_redis_and_a_refused_one_consumes_nothing(cluster_platform) -> None:
+def test_a_check_over_three_slots_is_decided_by_redis_and_a_refused_one_consumes_nothing(
+    cluster_platform, counters_store
+) -> None:
     customer, ip = f"spread-{uuid.uuid4().hex[:10]}", f"198.51.100.{uuid.uuid4().int % 250 + 1}"
     body = {"customer": customer, "operation": "Spread", "ip": ip}
 
@@ -43,13 +42,12 @@ def test_a_check_over_three_slots_is_decided_by_redis_and_a_refused_one_consumes
     assert remaining(probe)["spread-ip"] == 100 - LIMIT_SPREAD
     assert remaining(probe)["spread-global"] >= 1000 - LIMIT_SPREAD - 1  # refills meanwhile, never less
 
-    store = ClusterStore(
-        counters_client(cluster_platform.cluster.url, 2000), key_prefix=cluster_platform.key_prefix, seeder=usage_seeds
-    )
     # The servers' ledgers write the decisions' usage and records; the store holds none of it to flush.
     want = {"allowed": LIMIT_SPREAD, "denied": CHECKS - LIMIT_SPREAD}
     assert usage_written(want, customer=customer) == want
-    assert usage_flush(store=store, now_ms=int(time.time() * 1000) + 3 * 60_000, reach=counter_reach_ms).rows == 0
+    assert (
+        usage_flush(store=counters_store, now_ms=int(time.time() * 1000) + 3 * 60_000, reach=counter_reach_ms).rows == 0
+    )
     spent: Counter[str] = Counter()
     for record in CounterRecord.objects.all():
         if customer in record.counter or ip in record.counter:

@@ -9,9 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from apps.enforcement.counters.redis_clients import counters_client
-from apps.enforcement.counters.seeding import usage_seeds
-from apps.engine.store.cluster import ClusterStore
 from tests.enforcement.cluster.conftest import LIMIT_SHARED, check
 from tests.usage.written import usage_written
 
@@ -30,7 +27,9 @@ def wait_for_a_fresh_window(period_s: int, margin_s: float) -> None:
         time.sleep(left + 0.1)
 
 
-def test_two_processes_on_the_cluster_admit_exactly_the_limit_and_flush_what_they_counted(cluster_platform) -> None:
+def test_two_processes_on_the_cluster_admit_exactly_the_limit_and_flush_what_they_counted(
+    cluster_platform, counters_store
+) -> None:
     customer = "cluster-shared-1"
     wait_for_a_fresh_window(HOUR_S, margin_s=30)
     bodies = [(cluster_platform.urls[n % 2], {"customer": customer, "operation": "Shared"}) for n in range(CHECKS)]
@@ -46,11 +45,8 @@ def test_two_processes_on_the_cluster_admit_exactly_the_limit_and_flush_what_the
     by_server = Counter(url for (url, _), answer in zip(bodies, answers, strict=True) if answer.status)
     assert by_server == {cluster_platform.urls[0]: CHECKS // 2, cluster_platform.urls[1]: CHECKS // 2}
 
-    store = ClusterStore(
-        counters_client(cluster_platform.cluster.url, 2000), key_prefix=cluster_platform.key_prefix, seeder=usage_seeds
-    )
     # Each server's ledger writes what it counted (every QUOTA_LEDGER_FLUSH_S), exactly once.
     want = {"allowed": LIMIT_SHARED, "denied": CHECKS - LIMIT_SHARED}
     assert usage_written(want, customer=customer, operation="Shared") == want
     # Redis keeps counters only: no usage waits on any master.
-    assert store.usage_minutes() == []
+    assert counters_store.usage_minutes() == []
