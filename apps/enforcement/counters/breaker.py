@@ -8,6 +8,9 @@ Before it opens, it asks `confirm` (a PING within the timeout, store.py) whether
 the failures were the calls' own (a request Redis refused, an expensive or broken one) and the breaker stays
 closed: one caller's failing requests must not send every other tenant to its failure policy. Only one thread
 confirms at a time; failures meanwhile are counted, and open nothing by themselves.
+
+A probe that could not reach Redis at all (refused, timed out) reopens the breaker without asking: the PING that
+opened it failed the same way, and asking again made each probe wait out two timeouts instead of one.
 """
 
 from __future__ import annotations
@@ -60,15 +63,18 @@ class CircuitBreaker:
             self._opened_at = None
             self._probing = False
 
-    def record_failure(self) -> None:
+    def record_failure(self, *, unreachable: bool = False) -> None:
+        """unreachable: the call never reached Redis (a refused connection, a timeout), as opposed to a call that
+        Redis answered with an error."""
         with self._lock:
             self._failures += 1
+            probe_lost = self._probing and unreachable
             due = self._probing or self._failures >= self._threshold
             self._probing = False
             if not due or self._confirming:
                 return
             confirm = self._confirm
-            if confirm is None:
+            if confirm is None or probe_lost:
                 self._opened_at = self._clock()
                 return
             self._confirming = True

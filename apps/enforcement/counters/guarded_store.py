@@ -27,7 +27,7 @@ from django.db import DatabaseError
 from apps.common import metrics
 from apps.common.background import PeriodicThread
 from apps.enforcement.counters.breaker import CircuitBreaker
-from apps.enforcement.counters.redis_clients import COUNTERS_ERRORS, counters_client, is_cluster_url
+from apps.enforcement.counters.redis_clients import COUNTERS_ERRORS, UNREACHABLE_ERRORS, counters_client, is_cluster_url
 from apps.engine import MemoryStore, Store
 from apps.engine.store.cluster import ClusterStore, CrossSlotCheck
 from apps.engine.store.redis import RedisStore
@@ -195,6 +195,6 @@ def _reconcile(store: Store) -> None:
 
 def _store_failed(error: Exception, breaker: CircuitBreaker) -> None:
     reconcile_due()
-    breaker.record_failure()
+    breaker.record_failure(unreachable=isinstance(error, UNREACHABLE_ERRORS))
     metrics.redis_error_recorded(metrics.redis_error_kind(error))
     logger.warning("Redis failed (%s: %s); the caller's failure policy decides", type(error).__name__, error)

@@ -15,7 +15,9 @@ from urllib.parse import unquote
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}  # scheme -> TLS
@@ -30,6 +32,8 @@ CLUSTER_RETRIES = 2
 # What a call on either client raises when the counters are out of reach. The cluster client also raises
 # RedisClusterException (no node answers, an uncovered slot), which is not a RedisError.
 COUNTERS_ERRORS: tuple[type[Exception], ...] = (RedisError, RedisClusterException)
+# Those of them that say the call never got an answer: Redis (or its node) is away, not the call at fault.
+UNREACHABLE_ERRORS: tuple[type[Exception], ...] = (RedisConnectionError, RedisTimeoutError)
 
 
 def is_cluster_url(url: str) -> bool:

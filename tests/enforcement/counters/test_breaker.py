@@ -98,3 +98,18 @@ def test_a_failed_probe_closes_the_breaker_when_redis_answers_after_all() -> Non
     breaker.record_failure()  # the probe was a request that failed on its own
 
     assert breaker.state == CLOSED
+
+
+def test_a_probe_that_could_not_reach_redis_reopens_without_asking_again() -> None:
+    clock, pings = Clock(), []
+    breaker = CircuitBreaker(failure_threshold=1, open_s=2, clock=clock, confirm=lambda: pings.append(1) or False)
+    breaker.record_failure(unreachable=True)
+    assert (breaker.state, len(pings)) == (OPEN, 1)  # from closed: a timeout may be the call's own, so it asks
+    clock.now += 2
+    assert breaker.allow()
+
+    breaker.record_failure(unreachable=True)  # the probe timed out: one timeout, not a second one for a PING
+
+    assert (breaker.state, len(pings)) == (OPEN, 1)
+    clock.now += 1.9
+    assert not breaker.allow()
