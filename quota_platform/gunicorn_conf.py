@@ -2,25 +2,32 @@
 
 Checks are short, CPU-bound sync WSGI calls (the lean door, wsgi.py) waiting on one Redis round trip, so plain
 sync workers are the cheapest model (ASGI costs 2-3x the CPU per request for sync views).
-Every value can be changed through the environment variable named beside it.
+Every value can be changed through the environment variable named beside it, or in `.env` (quota_platform/env.py).
 """
 
 import os
+import shutil
+import tempfile
 from typing import Any
 
-# Where to listen. Behind a proxy or in a container, BIND=0.0.0.0:8000.
-bind = os.environ.get("BIND", f"127.0.0.1:{os.environ.get('PORT', '8000')}")
+from quota_platform.env import env
+from quota_platform.serving import BIND, LOG_LEVEL, WEB_CONCURRENCY
+
+MULTIPROC_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's (apps/common/metrics.py)
+
+# Where to listen (BIND, else 127.0.0.1:$PORT). Behind a proxy or in a container, BIND=0.0.0.0:8000.
+bind = BIND
 
 # One worker per core keeps the CPU busy without context-switch overhead; a request spends
 # most of its time on CPU (parsing, deciding) and well under a millisecond waiting for Redis.
-workers = int(os.environ.get("WEB_CONCURRENCY", os.cpu_count() or 2))
+workers = WEB_CONCURRENCY
 # sync answers one request per connection (no keep-alive); gthread keeps connections open but hands every request
 # to a thread pool. Tried alike for every bench server (issue 14, bench/RESULTS.md): no CPU per request saved.
-worker_class = os.environ.get("WEB_WORKER_CLASS", "sync")
-threads = int(os.environ.get("WEB_THREADS", "1"))
+worker_class = env.str("WEB_WORKER_CLASS", default="sync")
+threads = env.int("WEB_THREADS", default=1)
 
 # A check should answer in milliseconds; 30 s only catches a stuck worker (exports are background jobs).
-timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
+timeout = env.int("WEB_TIMEOUT", default=30)
 graceful_timeout = 20
 # Keep connections from services and gateways open between checks (they call often).
 keepalive = 5
@@ -28,21 +35,40 @@ keepalive = 5
 # Recycle workers now and then so a slow leak cannot grow forever; jitter avoids all restarting at once.
 # A restart costs a worker's boot (Django, the snapshot): at 20,000 it came every ~15 s under full load and
 # pushed p99 at 4 connections from 6 ms to 57-340 ms (bench/RESULTS.md, 2026-11-22); 200,000 is minutes.
-max_requests = int(os.environ.get("WEB_MAX_REQUESTS", "200000"))
+max_requests = env.int("WEB_MAX_REQUESTS", default=200_000)
 max_requests_jitter = 20000
 
 # Every worker loads the app itself: each has its own Redis pool and config snapshot.
 preload_app = False
 
 # Access logs cost CPU on the hot path; Prometheus metrics count requests instead. ACCESS_LOG=- turns them on.
-accesslog = os.environ.get("ACCESS_LOG") or None
+accesslog = env.str("ACCESS_LOG", default="") or None
 errorlog = "-"
-loglevel = os.environ.get("LOG_LEVEL", "info").lower()
+loglevel = LOG_LEVEL.lower()
+
+
+# Set by on_starting when the environment names no folder: a private one, removed when gunicorn exits.
+_PRIVATE_METRICS_DIR: list[str] = []
+
+
+def on_starting(server: Any) -> None:
+    """Without PROMETHEUS_MULTIPROC_DIR each worker would answer /metrics with its own samples only, a different
+    part at each scrape: give the workers a fresh private folder to share (set before any worker imports
+    prometheus_client). A folder named in the environment is the operator's: shared with the Celery workers, say."""
+    if MULTIPROC_DIR_VARIABLE not in os.environ:
+        folder = tempfile.mkdtemp(prefix="quota-metrics-")
+        os.environ[MULTIPROC_DIR_VARIABLE] = folder
+        _PRIVATE_METRICS_DIR.append(folder)
+
+
+def on_exit(server: Any) -> None:
+    for folder in _PRIVATE_METRICS_DIR:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def child_exit(server: Any, worker: Any) -> None:
     """In Prometheus multiprocess mode, drop a finished worker's live gauges (its counters keep counting)."""
-    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+    if MULTIPROC_DIR_VARIABLE in os.environ:
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)

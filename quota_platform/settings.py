@@ -3,18 +3,12 @@
 too, without overriding variables already set.
 """
 
-import os
 from pathlib import Path
 
-import environ
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-
-env = environ.Env()
-ENV_FILE = os.environ.get("ENV_FILE", str(BASE_DIR / ".env"))
-if ENV_FILE:
-    environ.Env.read_env(ENV_FILE, overwrite=False)
+from quota_platform.env import BASE_DIR, env
+from quota_platform.serving import BIND, LOG_LEVEL, PORT, WEB_CONCURRENCY  # noqa: F401 - settings.BIND etc.
 
 # Runtime state of the embedded default (SQLite file, broker folder, snapshot file, static files).
 VAR_DIR = Path(env.str("VAR_DIR", default=str(BASE_DIR / "var")))
@@ -179,10 +173,8 @@ if env.bool("USE_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # ---- Serving: where `make run` (manage.py run_platform) listens, and its web workers -----------------------
-# quota_platform/gunicorn_conf.py reads the same variables (a `.env` read here reaches it through the environment).
-PORT = env.int("PORT", default=8000)
-BIND = env.str("BIND", default="") or f"127.0.0.1:{PORT}"  # host:port, [v6]:port or unix:/path; wins over PORT
-WEB_CONCURRENCY = env.int("WEB_CONCURRENCY", default=os.cpu_count() or 2)  # 1 without Redis: counters in process
+# BIND, PORT and WEB_CONCURRENCY (imported above) are read in quota_platform/serving.py, which gunicorn's config
+# reads too: one place for both.
 
 # ---- Internationalisation ------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -343,5 +335,5 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "filters": {"quiet_4xx": {"()": "apps.common.log_filters.ClientErrorsAtDebug"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["quiet_4xx"]}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }

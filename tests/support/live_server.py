@@ -49,7 +49,10 @@ class LiveServer:
             **env,
         }
         self.process: subprocess.Popen[bytes] | None = None
-        Path(self.env["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
+        if self.env["PROMETHEUS_MULTIPROC_DIR"]:
+            Path(self.env["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
+        else:  # PROMETHEUS_MULTIPROC_DIR="": unset, as an operator who never heard of it leaves it
+            del self.env["PROMETHEUS_MULTIPROC_DIR"]
 
     def __enter__(self) -> LiveServer:
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in __exit__

@@ -1,0 +1,40 @@
+"""gunicorn's config reads the same environment as Django's settings, `.env` included (quota_platform/env.py):
+gunicorn started on its own (a Procfile line, a systemd unit) listens where `.env` says, as `make run` does."""
+
+import os
+import subprocess
+import sys
+
+from tests.servers import repository_root
+
+SHOW = "import quota_platform.gunicorn_conf as g; print(g.bind, g.workers, g.timeout, g.max_requests, g.loglevel)"
+
+
+def gunicorn_values(env_file: str, **env: str) -> list[str]:
+    base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "ENV_FILE": env_file}
+    result = subprocess.run(
+        [sys.executable, "-c", SHOW],
+        cwd=repository_root(),
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return result.stdout.split()
+
+
+def test_gunicorn_reads_bind_workers_and_its_own_settings_from_the_env_file(tmp_path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text(
+        "BIND=0.0.0.0:9123\nWEB_CONCURRENCY=3\nWEB_TIMEOUT=12\nWEB_MAX_REQUESTS=5000\nLOG_LEVEL=WARNING\n"
+    )
+
+    assert gunicorn_values(str(env_file)) == ["0.0.0.0:9123", "3", "12", "5000", "warning"]
+
+
+def test_the_environment_wins_over_the_env_file_and_port_alone_moves_the_default_bind(tmp_path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("PORT=9200\nWEB_CONCURRENCY=3\n")
+
+    assert gunicorn_values(str(env_file), WEB_CONCURRENCY="5")[:2] == ["127.0.0.1:9200", "5"]
