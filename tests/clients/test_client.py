@@ -56,6 +56,18 @@ def test_a_check_posts_the_contract_fields_with_the_key_and_a_request_id() -> No
     assert decision.limits[0].name == "per-minute"
 
 
+def test_each_limit_says_whose_count_it_is_and_an_older_platform_that_does_not_is_read_too() -> None:
+    subject = {"customer": "acct-1", "resource": "stream-1", "attributes": {"shard": "7"}}
+    named = decision_body(limits=[limit_entry(subject=subject, mode="hybrid"), limit_entry("global", subject={})])
+    client, _, _ = make_client(respond(200, named), allowed())
+
+    first, older = client.check("acct-1", "PutRecords"), client.check("acct-1", "PutRecords")
+
+    assert [(limit.subject, limit.mode) for limit in first.limits] == [(subject, "hybrid"), ({}, "exact")]
+    assert (older.limits[0].subject, older.limits[0].mode) == ({}, "exact")
+    assert hash(first.limits[0])  # still a frozen value: the subject is left out of its hash
+
+
 def test_an_over_limit_answer_is_a_decision_not_an_exception() -> None:
     client, _, _ = make_client(over_limit(1500))
 

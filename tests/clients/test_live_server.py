@@ -73,6 +73,7 @@ def test_checks_count_then_refuse_and_a_refusal_is_not_asked_again_before_its_re
     assert 0 < refused.retry_after_ms <= 60_000
     assert refused.limits[0].name == "list-streams"
     assert refused.limits[0].over
+    assert (refused.limits[0].subject, refused.limits[0].mode) == ({"customer": customer}, "exact")
     assert [d.from_cache for d in decisions[4:]] == [True, True]
     assert transport.count == 4
 

@@ -68,7 +68,11 @@ def as_item(item: CheckItem | Mapping[str, Any]) -> CheckItem:
 
 @dataclass(frozen=True)
 class LimitStatus:
-    """One evaluated limit, as the platform reported it."""
+    """One evaluated limit, as the platform reported it.
+
+    `subject`: whose count it is, the check's values the limit is keyed by, e.g. {"customer": "acct-1",
+    "resource": "stream-1"} or {"attributes": {"shard": "7"}} ({} for a limit shared by every caller).
+    `mode`: "exact" (decided by the platform's counters) or "hybrid" (counted locally, synced)."""
 
     name: str
     algorithm: str
@@ -78,6 +82,14 @@ class LimitStatus:
     reset_ms: int
     shadow: bool
     over: bool
+    subject: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    mode: str = "exact"
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any]) -> LimitStatus:
+        """An answer's `limits` entry; `subject` and `mode` are optional (platforms before them sent neither)."""
+        reported = {name: entry[name] for name in _REPORTED_FIELDS}
+        return cls(**reported, subject=dict(entry.get("subject") or {}), mode=str(entry.get("mode") or "exact"))
 
 
 @dataclass(frozen=True)
@@ -118,7 +130,7 @@ class Decision:
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any], request_id: str | None = None) -> Decision:
-        limits = tuple(LimitStatus(**{name: entry[name] for name in _LIMIT_FIELDS}) for entry in body["limits"])
+        limits = tuple(LimitStatus.from_entry(entry) for entry in body["limits"])
         return cls(
             allowed=bool(body["allowed"]),
             code=str(body["code"]),
@@ -132,7 +144,8 @@ class Decision:
         )
 
 
-_LIMIT_FIELDS = tuple(LimitStatus.__dataclass_fields__)
+# What every platform reports for each limit.
+_REPORTED_FIELDS = ("name", "algorithm", "unit", "limit", "remaining", "reset_ms", "shadow", "over")
 
 
 @dataclass(frozen=True)
