@@ -29,7 +29,7 @@ from apps.enforcement.decisions.outcomes import (
 )
 from apps.enforcement.decisions.specs import engine_args, limit_spec_of
 from apps.enforcement.decisions.unknown_names import OTHER_NAME, names_checked
-from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check
+from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check, fallback_replays
 from apps.enforcement.hybrid.decide import hybrid_batch, hybrid_decide
 from apps.enforcement.ledger.pending import decision_counts, decision_ledger
 from apps.enforcement.ledger.tally import decision_tally, decisions_tally
@@ -105,11 +105,12 @@ def decide(item: CheckItem, limits: Sequence[LimitConfig], warnings: tuple[str, 
         if args.hybrid:
             decision = hybrid_decide(item, args)
         else:
-            decision = engine_call(
+            replayed = fallback_replays([item])  # decided while Redis was away: answered, not decided again
+            decision = replayed[0] if replayed else engine_call(
                 lambda store: store.check(item, args.specs),
                 fallback=lambda: fallback_check(item, args.counted),
                 customer=item.customer,
-            )
+            )  # fmt: skip
             if isinstance(decision, Decision):  # a failure policy's decision counted itself
                 decision_tally(item, args.specs, decision)
     except IdempotencyKeyReused:
@@ -161,7 +162,7 @@ def _decide_batch(pending: list[Resolved], mode: BatchMode) -> list[CheckOutcome
             for d, check, arg in zip(decided, pending, args, strict=True)
         ]
     pairs = [(check.item, arg.specs) for check, arg in zip(pending, args, strict=True)]
-    decisions: Sequence[Decision | FallbackDecision] = engine_call(
+    decisions: Sequence[Decision | FallbackDecision] = fallback_replays([item for item, _ in pairs]) or engine_call(
         lambda store: store.check_batch(pairs, mode),
         fallback=lambda: _degraded_batch(pending, mode),
     )

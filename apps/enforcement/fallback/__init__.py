@@ -12,7 +12,13 @@ Redis, the usual source, is what is missing.
 """
 
 from apps.enforcement.fallback.database import fallback_layout
-from apps.enforcement.fallback.decide import FallbackDecision, StoreUnavailable, fallback_batch, fallback_check
+from apps.enforcement.fallback.decide import (
+    FallbackDecision,
+    StoreUnavailable,
+    fallback_batch,
+    fallback_check,
+    fallback_replays,
+)
 from apps.enforcement.fallback.purge import fallback_purge
 
 __all__ = [
@@ -22,4 +28,5 @@ __all__ = [
     "fallback_check",
     "fallback_layout",
     "fallback_purge",
+    "fallback_replays",
 ]

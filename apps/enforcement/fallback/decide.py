@@ -21,7 +21,7 @@ from apps.enforcement.counters.recovery import Spending
 from apps.enforcement.decisions.specs import limit_spec_of
 from apps.enforcement.fallback.database import Refused, database_spend, fallback_layout, minute_grain
 from apps.enforcement.fallback.local import local_checks, local_decide
-from apps.enforcement.fallback.requests import request_remember, request_replayed
+from apps.enforcement.fallback.requests import request_remember, request_replayed, requests_replayed
 from apps.enforcement.ledger.pending import decision_counts, decision_ledger, decisions_write
 from apps.engine import CheckItem, Decision, IdempotencyKeyReused, LimitResult
 from apps.engine.decision_usage import record_start
@@ -70,6 +70,13 @@ def fallback_batch(
     fresh = [index for index, replay in replays.items() if replay is None]
     decided = _decide_atomic(items, fresh, now_ms) if atomic else _decide_each(items, fresh, now_ms)
     return [decided[index] if index in decided else _replay(replays[index]) for index in range(len(items))]
+
+
+def fallback_replays(items: Sequence[CheckItem]) -> list[FallbackDecision] | None:
+    """With Redis answering: the answers given without Redis to `items`' request ids, when every item had one (a
+    retry after a lost degraded answer); None otherwise, and Redis decides (requests.py)."""
+    replayed = requests_replayed(items)
+    return None if replayed is None else [_replay(allowed) for allowed in replayed]
 
 
 def _replays(items: list[_Item]) -> dict[int, bool | None]:

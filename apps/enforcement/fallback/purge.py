@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+from apps.enforcement.fallback.requests import REPLAY_WINDOW
 from apps.enforcement.models import FallbackCounter, FallbackRequest, InstanceHeartbeat
 
-REQUEST_ID_WINDOW = dt.timedelta(minutes=10)
 HEARTBEAT_KEEP = dt.timedelta(hours=1)
 
 
@@ -15,6 +15,6 @@ def fallback_purge(*, now: dt.datetime | None = None) -> dict[str, int]:
     10 minutes, and heartbeats of instances gone for an hour."""
     now = now or dt.datetime.now(tz=dt.UTC)
     counters, _ = FallbackCounter.objects.filter(window_end__lte=now).delete()
-    requests, _ = FallbackRequest.objects.filter(created_at__lte=now - REQUEST_ID_WINDOW).delete()
+    requests, _ = FallbackRequest.objects.filter(created_at__lte=now - REPLAY_WINDOW).delete()
     heartbeats, _ = InstanceHeartbeat.objects.filter(seen_at__lte=now - HEARTBEAT_KEEP).delete()
     return {"fallback_counters": counters, "fallback_requests": requests, "heartbeats": heartbeats}
