@@ -27,7 +27,7 @@ from apps.enforcement.decisions.outcomes import (
     batch_rejected,
     outcome_of_decision,
 )
-from apps.enforcement.decisions.specs import engine_args, limit_spec_of
+from apps.enforcement.decisions.specs import EngineArgs, engine_args, limit_spec_of
 from apps.enforcement.decisions.unknown_names import OTHER_NAME, names_checked
 from apps.enforcement.fallback import FallbackDecision, fallback_batch, fallback_check, fallback_replays
 from apps.enforcement.hybrid.decide import hybrid_batch, hybrid_decide
@@ -105,18 +105,24 @@ def decide(item: CheckItem, limits: Sequence[LimitConfig], warnings: tuple[str, 
         if args.hybrid:
             decision = hybrid_decide(item, args)
         else:
-            replayed = fallback_replays([item])  # decided while Redis was away: answered, not decided again
-            decision = replayed[0] if replayed else engine_call(
-                lambda store: store.check(item, args.specs),
-                fallback=lambda: fallback_check(item, args.counted),
-                customer=item.customer,
-            )  # fmt: skip
+            decision = _replayed_or_decided(item, args)
             if isinstance(decision, Decision):  # a failure policy's decision counted itself
                 decision_tally(item, args.specs, decision)
     except IdempotencyKeyReused:
         raise request_id_reused() from None
     return outcome_of_decision(
         decision, args.counted, warnings, args.windows_s, args.hybrid_names, item=item, keys_by=args.keys_by
+    )
+
+
+def _replayed_or_decided(item: CheckItem, args: EngineArgs) -> Decision | FallbackDecision:
+    replayed = fallback_replays([item])  # decided while Redis was away: answered as then, not decided again
+    if replayed:
+        return replayed[0]
+    return engine_call(
+        lambda store: store.check(item, args.specs),
+        fallback=lambda: fallback_check(item, args.counted),
+        customer=item.customer,
     )
 
 
