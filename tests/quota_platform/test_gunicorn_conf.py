@@ -1,26 +1,16 @@
 """gunicorn's config reads the same environment as Django's settings, `.env` included (quota_platform/env.py):
 gunicorn started on its own (a Procfile line, a systemd unit) listens where `.env` says, as `make run` does."""
 
-import os
-import subprocess
 import sys
 
-from tests.servers import repository_root
+from tests.quota_platform.processes import run_in_repository
 
 SHOW = "import quota_platform.gunicorn_conf as g; print(g.bind, g.workers, g.timeout, g.max_requests, g.loglevel)"
 
 
 def gunicorn_values(env_file: str, **env: str) -> list[str]:
-    base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "ENV_FILE": env_file}
-    result = subprocess.run(
-        [sys.executable, "-c", SHOW],
-        cwd=repository_root(),
-        env={**base, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    result = run_in_repository([sys.executable, "-c", SHOW], env={"ENV_FILE": env_file, **env})
+    assert result.returncode == 0, result.stderr
     return result.stdout.split()
 
 

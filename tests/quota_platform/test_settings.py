@@ -1,11 +1,10 @@
 """Settings read from the environment: production defaults are safe."""
 
-import os
 import secrets
 import subprocess
 import sys
 
-from tests.servers import repository_root
+from tests.quota_platform.processes import run_in_repository
 
 PRODUCTION_ENV = {
     "ALLOWED_HOSTS": "quota.example.com",
@@ -16,16 +15,7 @@ PRODUCTION_ENV = {
 
 
 def run_manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "ENV_FILE": ""}
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=repository_root(),
-        env={**base, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_in_repository([sys.executable, "manage.py", *args], env={"ENV_FILE": "", **env})
 
 
 def test_check_deploy_reports_nothing_with_production_settings() -> None:
