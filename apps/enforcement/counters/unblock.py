@@ -1,10 +1,13 @@
 """Unblocking a customer: forget what one limit has counted for it, so its next check starts afresh.
 
 The counters are deleted from the engine store (every counter the limit keeps for the customer: all
-resources, all bucket periods, held leases of a concurrency limit) and from the PostgreSQL counters the
-`database` failure policy keeps while Redis is away. Usage history (UsageMinute...) is untouched: it
-records what happened. Only limits counted per customer can be reset for one customer; a shared counter
-(global, per IP) would be reset for everyone.
+resources, all bucket periods, held leases of a concurrency limit), from the PostgreSQL counters the
+`database` failure policy keeps while Redis is away, and from what PostgreSQL keeps to rebuild them after a Redis
+loss (their counter records, a concurrency limit's allocations): left there, the rebuild would bring the reset
+count back, at the next check while the epoch is not warm, else at the next warm-up. Usage history
+(UsageMinute...) is untouched: it records what happened. What a process's ledger has not written yet (its last
+two seconds) is written after the reset. Only limits counted per customer can be reset for one customer; a shared
+counter (global, per IP) would be reset for everyone.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from apps.enforcement.counters.inspection import (
 
 # The database policy's counter keys follow the engine layout under their own prefix.
 from apps.enforcement.fallback import fallback_layout
-from apps.enforcement.models import FallbackCounter
+from apps.enforcement.models import AllocationSet, FallbackCounter
 from apps.engine import Store
 from apps.limits.snapshot import LimitConfig
+from apps.usage.models import CounterRecord
 
 HISTORY_ACTION = "unblock"
 
@@ -44,12 +48,16 @@ class UnblockReport:
     limit: str
     counters_deleted: int
     fallback_rows_deleted: int
+    records_deleted: int = 0
+    allocation_sets_deleted: int = 0
 
     @property
     def summary(self) -> str:
         return (
-            f"Reset {self.limit} for {self.customer}: {self.counters_deleted} counter(s) in Redis and "
-            f"{self.fallback_rows_deleted} kept in PostgreSQL while Redis was away were deleted."
+            f"Reset {self.limit} for {self.customer}: {self.counters_deleted} counter(s) in Redis, "
+            f"{self.fallback_rows_deleted} kept in PostgreSQL while Redis was away, and what PostgreSQL kept to "
+            f"rebuild them ({self.records_deleted} counter record(s), {self.allocation_sets_deleted} allocation "
+            "set(s)) were deleted."
         )
 
 
@@ -67,11 +75,12 @@ def customer_limit_unblock(
     # Redis last inside the transaction: if it fails, the PostgreSQL rows stay and no history is written.
     with transaction.atomic():
         fallback = _fallback_rows_delete(customer, limit)
+        records, allocation_sets = _rebuild_rows_delete(customer, limit)
         try:
             deleted = counter_keys_delete(store, customer_counter_keys(store, customer, limit))
         except redis.RedisError as error:
             raise CountersUnavailable(f"Redis did not answer, so nothing was reset ({error}). Try again.") from error
-        report = UnblockReport(customer, limit.name, deleted, fallback)
+        report = UnblockReport(customer, limit.name, deleted, fallback, records, allocation_sets)
         _history_record(actor, report)
     return report
 
@@ -81,6 +90,18 @@ def _fallback_rows_delete(customer: str, limit: LimitConfig) -> int:
     rows = FallbackCounter.objects.filter(key__startswith=head).values_list("pk", "key")
     wanted = [pk for pk, key in rows if is_limit_key(key[len(head) :], limit)]
     return FallbackCounter.objects.filter(pk__in=wanted).delete()[0] if wanted else 0
+
+
+def _rebuild_rows_delete(customer: str, limit: LimitConfig) -> tuple[int, int]:
+    """The limit's counter records and allocation sets of `customer` (counters named without the store prefix)."""
+    head = customer_key_head("-", customer)[len("-:") :]
+    records = CounterRecord.objects.filter(counter__startswith=head).values_list("pk", "counter")
+    wanted = [pk for pk, counter in records if is_limit_key(counter[len(head) :], limit)]
+    records_deleted = CounterRecord.objects.filter(pk__in=wanted).delete()[0] if wanted else 0
+    sets = AllocationSet.objects.filter(customer=customer, limit=limit.name).values_list("pk", "counter")
+    wanted = [pk for pk, counter in sets if is_limit_key(counter[len(head) :], limit)]
+    sets_deleted = AllocationSet.objects.filter(pk__in=wanted).delete()[1].get(AllocationSet._meta.label, 0)
+    return records_deleted, sets_deleted
 
 
 def _history_record(actor: str, report: UnblockReport) -> None:
@@ -95,5 +116,7 @@ def _history_record(actor: str, report: UnblockReport) -> None:
             "limit": report.limit,
             "counters_deleted": report.counters_deleted,
             "fallback_rows_deleted": report.fallback_rows_deleted,
+            "records_deleted": report.records_deleted,
+            "allocation_sets_deleted": report.allocation_sets_deleted,
         },
     )

@@ -1,4 +1,5 @@
-"""Unblocking a customer resets one limit's counters for that customer only, and is recorded in the history.
+"""Unblocking a customer resets one limit's counters for that customer only (and what PostgreSQL keeps to rebuild
+them), and is recorded in the history.
 Also the reading side it builds on (enforcement/counters/inspection.py): which keys belong to a limit, leases held."""
 
 import datetime as dt
@@ -15,12 +16,13 @@ from apps.enforcement.counters.inspection import (
 )
 from apps.enforcement.counters.unblock import CannotUnblock, customer_limit_unblock
 from apps.enforcement.decisions.specs import limit_spec_of
-from apps.enforcement.models import FallbackCounter
+from apps.enforcement.ledger.pending import decision_ledger
+from apps.enforcement.models import Allocation, FallbackCounter
 from apps.engine import CheckItem, MemoryStore
 from apps.history.models import ChangeEvent
 from apps.limits.models import Algorithm
 from tests.customers.factories import CustomerFactory
-from tests.limits.factories import LimitFactory, OperationFactory, OverrideFactory
+from tests.limits.factories import CalendarLimitFactory, LimitFactory, OperationFactory, OverrideFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -173,3 +175,40 @@ def test_leases_of_a_per_customer_concurrency_limit_are_read_with_a_dry_run(api,
     state = next(state for state in customer_limit_states("acct-1") if state.limit.name == "sessions")
 
     assert (state.used, state.remaining, state.capacity) == (2, 3, 5)
+
+
+def redis_restarted_empty(redis_client, key_prefix) -> None:
+    for key in redis_client.scan_iter(match=f"{key_prefix}*"):
+        redis_client.delete(key)
+
+
+def test_a_reset_daily_quota_stays_reset_when_its_counter_is_rebuilt(api, seeded_engine, redis_client, key_prefix):
+    CustomerFactory(external_id="acct-1")
+    CalendarLimitFactory(name="daily", operation=OperationFactory(name="Daily"), quantity=2)
+    assert [check(api, operation="Daily").status_code for _ in range(3)] == [200, 200, 429]
+    decision_ledger.flush()  # the counter records a rebuild reads
+
+    report = customer_limit_unblock(customer="acct-1", limit=config_of("daily"), actor="alice")
+
+    assert report.records_deleted == 1
+    # The epoch is not warm here: a missing counter is rebuilt from its records at once, as after a loss.
+    assert check(api, operation="Daily").status_code == 200
+    decision_ledger.flush()
+    redis_restarted_empty(redis_client, key_prefix)
+    assert [check(api, operation="Daily").status_code for _ in range(2)] == [200, 429], "only what came after"
+
+
+def test_reset_allocations_are_not_rebuilt_after_redis_loses_its_data(api, seeded_engine, redis_client, key_prefix):
+    CustomerFactory(external_id="acct-1")
+    LimitFactory(
+        name="streams", operation=OperationFactory(name="CreateStream"), algorithm=Algorithm.CONCURRENCY,
+        quantity=2, period_seconds=None, key_by=["customer"],
+    )  # fmt: skip
+    body = {"customer": "acct-1", "operation": "CreateStream", "ttl_s": None}
+    assert [api.post("/api/v1/leases", body, format="json").status_code for _ in range(3)] == [201, 201, 429]
+
+    report = customer_limit_unblock(customer="acct-1", limit=config_of("streams"), actor="alice")
+
+    assert (report.allocation_sets_deleted, Allocation.objects.count()) == (1, 0)
+    redis_restarted_empty(redis_client, key_prefix)
+    assert [api.post("/api/v1/leases", body, format="json").status_code for _ in range(3)] == [201, 201, 429]
