@@ -23,6 +23,7 @@ from apps.enforcement.counters.recovery import counters_reconcile
 from apps.enforcement.counters.warm_up import WarmReport, counters_warm
 from apps.enforcement.decisions.specs import counter_reach_ms
 from apps.enforcement.fallback import fallback_purge
+from apps.enforcement.leases.orphans import allocation_orphans_purge
 from apps.enforcement.ledger.pending import decision_ledger
 from apps.limits.services import limits_purge_expired
 from apps.ops.readiness import readiness_report
@@ -55,6 +56,7 @@ class PurgeReport:
     fallback_counters: int = 0
     fallback_requests: int = 0
     heartbeats: int = 0
+    orphan_allocation_sets: int = 0
 
     @property
     def summary(self) -> str:
@@ -64,16 +66,23 @@ class PurgeReport:
             f" {self.claims} old flush claims, {self.counter_records} counter records past their reach,"
             f" {self.quarantined_usage} old quarantined usage rows,"
             f" {self.fallback_counters} fallback windows,"
-            f" {self.fallback_requests} fallback request ids, {self.heartbeats} stale heartbeats;"
+            f" {self.fallback_requests} fallback request ids, {self.heartbeats} stale heartbeats,"
+            f" {self.orphan_allocation_sets} allocation sets of deleted limits;"
             " expired leases and orphan Redis counters expire by TTL in Redis"
         )
 
 
 def purge_expired(*, now: dt.datetime | None = None) -> PurgeReport:
     """Each app deletes its own expired rows: usage (apps/usage), overrides and rules (apps/limits), the
-    database failure policy's windows, request ids and heartbeats (apps/enforcement)."""
+    database failure policy's windows, request ids and heartbeats, and allocation sets of deleted limits
+    (apps/enforcement)."""
     now = now or timezone.now()
-    report = PurgeReport(**usage_purge(now=now), **limits_purge_expired(now=now), **fallback_purge(now=now))
+    report = PurgeReport(
+        **usage_purge(now=now),
+        **limits_purge_expired(now=now),
+        **fallback_purge(now=now),
+        **allocation_orphans_purge(now=now),
+    )
     purged = any(dataclasses.astuple(report))  # nothing purged: debug, so an idle platform is quiet at info
     (logger.info if purged else logger.debug)("purge: %s", report.summary)
     return report

@@ -184,6 +184,12 @@ def counter_keys_delete(store: Store, keys: Sequence[str]) -> int:
     return _inspectable(store).counters_delete(keys)
 
 
+def named_counters_delete(store: Store, counters: Sequence[str]) -> int:
+    """Delete the counters named without the store prefix (as counter records and allocation sets name them)."""
+    store = _inspectable(store)
+    return store.counters_delete([f"{store.key_prefix}:{counter}" for counter in counters])
+
+
 def leases_held(store: Store, customer: str, limit: LimitConfig) -> int:
     """Live leases of concurrency `limit` that `customer` holds, over all its counters (e.g. resources)."""
     return _inspectable(store).leases_live(customer_counter_keys(store, customer, limit))
