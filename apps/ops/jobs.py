@@ -9,25 +9,20 @@ The report as a dict is what the tasks (apps/ops/tasks.py) return and what `run_
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from django.utils import timezone
 
 from apps.alerts.services.job_outcomes import job_outcome_record
 from apps.enforcement.counters.guarded_store import engine_store
 from apps.enforcement.counters.recovery import counters_reconcile
 from apps.enforcement.counters.warm_up import WarmReport, counters_warm
 from apps.enforcement.decisions.specs import counter_reach_ms
-from apps.enforcement.fallback import fallback_purge
-from apps.enforcement.leases.orphans import allocation_orphans_purge
 from apps.enforcement.ledger.pending import decision_ledger
-from apps.limits.services import limits_purge_expired
+from apps.ops.purge import purge_expired
 from apps.ops.readiness import readiness_report
-from apps.usage.services import usage_flush, usage_purge, usage_rollup
+from apps.usage.services import usage_flush, usage_rollup
 from apps.usage.services.writers import writers_silent_check
 
 logger = logging.getLogger(__name__)
@@ -41,51 +36,6 @@ def flush_usage() -> Any:
     writers_silent_check()
     # What is still in Redis: leases' session time, and usage an earlier version counted there (an upgrade).
     return usage_flush(store=engine_store(), reach=counter_reach_ms)
-
-
-@dataclass(frozen=True, slots=True)
-class PurgeReport:
-    minutes: int = 0
-    hours: int = 0
-    days: int = 0
-    claims: int = 0
-    counter_records: int = 0
-    quarantined_usage: int = 0
-    overrides: int = 0
-    access_rules: int = 0
-    fallback_counters: int = 0
-    fallback_requests: int = 0
-    heartbeats: int = 0
-    orphan_allocation_sets: int = 0
-
-    @property
-    def summary(self) -> str:
-        return (
-            f"purged {self.minutes} minute, {self.hours} hour and {self.days} day usage rows,"
-            f" {self.overrides} expired overrides, {self.access_rules} expired access rules,"
-            f" {self.claims} old flush claims, {self.counter_records} counter records past their reach,"
-            f" {self.quarantined_usage} old quarantined usage rows,"
-            f" {self.fallback_counters} fallback windows,"
-            f" {self.fallback_requests} fallback request ids, {self.heartbeats} stale heartbeats,"
-            f" {self.orphan_allocation_sets} allocation sets of deleted limits;"
-            " expired leases and orphan Redis counters expire by TTL in Redis"
-        )
-
-
-def purge_expired(*, now: dt.datetime | None = None) -> PurgeReport:
-    """Each app deletes its own expired rows: usage (apps/usage), overrides and rules (apps/limits), the
-    database failure policy's windows, request ids and heartbeats, and allocation sets of deleted limits
-    (apps/enforcement)."""
-    now = now or timezone.now()
-    report = PurgeReport(
-        **usage_purge(now=now),
-        **limits_purge_expired(now=now),
-        **fallback_purge(now=now),
-        **allocation_orphans_purge(now=now),
-    )
-    purged = any(dataclasses.astuple(report))  # nothing purged: debug, so an idle platform is quiet at info
-    (logger.info if purged else logger.debug)("purge: %s", report.summary)
-    return report
 
 
 def warm_counters(counters: tuple[str, ...] = (), progress: Callable[[int], None] | None = None) -> WarmReport:

@@ -9,7 +9,7 @@ retention: its expired part, and any expired row in the DEFAULT partition, are d
 the minute; rounding it to whole days would keep up to a day more than configured.
 
 Each app purges its own rows (expired overrides and rules in apps/limits, the database failure policy's
-windows in apps/enforcement); the purge_expired job (apps/ops/jobs.py) runs them all. Redis needs no purge:
+windows in apps/enforcement); the purge_expired job (apps/ops/purge.py) runs them all. Redis needs no purge:
 every key the engine writes carries a TTL, so expired leases and orphan counters disappear on their own.
 """
 

@@ -6,25 +6,16 @@ import pytest
 import redis
 from django.utils import timezone
 
-from apps.enforcement.counters.guarded_store import engine_store_use
 from apps.enforcement.leases.orphans import ORPHAN_KEEP, allocation_orphans_purge
 from apps.enforcement.models import Allocation, AllocationSet
 from apps.engine.store.redis import RedisStore
 from apps.limits.models import Algorithm, Limit
-from apps.ops.jobs import purge_expired
+from apps.ops.purge import purge_expired
 from tests.api_fixtures import client_with
 from tests.limits.factories import LimitFactory, OperationFactory
 from tests.servers import free_port
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def engine(redis_client, key_prefix):
-    store = RedisStore(redis_client, key_prefix=key_prefix)
-    engine_store_use(store)
-    yield store
-    engine_store_use(None)
 
 
 def concurrency_limit(name: str) -> Limit:

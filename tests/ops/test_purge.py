@@ -5,7 +5,7 @@ import datetime as dt
 import pytest
 
 from apps.enforcement.models import FallbackCounter
-from apps.ops.jobs import purge_expired
+from apps.ops.purge import purge_expired
 from tests.limits.factories import OverrideFactory
 from tests.usage.factories import UsageMinuteFactory
 
