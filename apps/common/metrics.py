@@ -2,14 +2,14 @@
 
 The check API calls `decision_recorded` (or `decision_counted` per batch item plus one
 `check_timed`) and `redis_error_recorded`; each costs a dictionary lookup and a locked add.
-Gauges registered with `scrape_collector_add` are computed when /metrics is scraped, never on the hot path.
+What /metrics serves, and gauges computed when it is scraped, are in metrics_exposition.py.
 
 Under gunicorn each worker is a process with its own memory. When PROMETHEUS_MULTIPROC_DIR is
 set (before Python starts: prometheus_client picks its storage at import), every process writes
 its samples to files in that folder and /metrics sums all of them, whichever worker answers.
-The folder must be emptied before the server starts, and gunicorn's `child_exit` hook marks
-recycled workers dead (quota_platform/gunicorn_conf.py). Without the variable the default
-in-process registry is served, which is right for one process (`make run`, tests).
+The folder must be empty when the server starts (gunicorn's config makes a private one when the variable is
+unset), and gunicorn's `child_exit` hook marks recycled workers dead (quota_platform/gunicorn_conf.py). Without
+the variable the default in-process registry is served, which is right for one process (tests).
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ import threading
 from collections.abc import Container
 
 from django.core.exceptions import ImproperlyConfigured
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.multiprocess import MultiProcessCollector
-from prometheus_client.registry import Collector
+from prometheus_client import Counter, Histogram
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -241,34 +239,3 @@ def _child(children: dict[str, Counter], counter: Counter, operation: str) -> Co
         if label == operation:
             children[operation] = child
     return child
-
-
-# ------------------------------------------------------------------------------
-# Gauges computed at scrape time, registered by the app that owns what they measure
-# ------------------------------------------------------------------------------
-_scrape_collectors: list[Collector] = []
-
-
-def scrape_collector_add(collector: Collector) -> None:
-    """Serve `collector` on every scrape. Such collectors report the answering process (e.g. its config
-    snapshot, apps/limits/snapshot_holder.py): in multiprocess mode they are not written to files."""
-    _scrape_collectors.append(collector)
-    if not MULTIPROCESS:
-        REGISTRY.register(collector)
-
-
-def metrics_registry() -> CollectorRegistry:
-    """The registry to serve: every worker's files in multiprocess mode, else this process's default registry."""
-    if not MULTIPROCESS:
-        return REGISTRY
-    # A fresh registry per scrape, as prometheus_client documents: files are read at collect time.
-    registry = CollectorRegistry()
-    MultiProcessCollector(registry)
-    for collector in _scrape_collectors:
-        registry.register(collector)
-    return registry
-
-
-def metrics_exposition() -> bytes:
-    """All platform metrics in the Prometheus text format (CONTENT_TYPE_LATEST)."""
-    return generate_latest(metrics_registry())

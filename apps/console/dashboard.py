@@ -21,7 +21,7 @@ from django_celery_beat.models import PeriodicTask
 
 from apps.alerts.models import JobOutcome
 from apps.common.embedded import COUNTERS_IN_PROCESS, PRODUCTION_SETUP
-from apps.common.metrics import metrics_registry
+from apps.common.metrics_exposition import metrics_registry
 from apps.enforcement.counters.inspection import customers_limit_states
 from apps.enforcement.models import FallbackCounter
 from apps.limits.models import ConfigVersion

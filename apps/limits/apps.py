@@ -5,9 +5,9 @@ class LimitsConfig(AppConfig):
     name = "apps.limits"
 
     def ready(self) -> None:
-        from apps.common import metrics
+        from apps.common.metrics_exposition import scrape_collector_add
         from apps.limits import signals
         from apps.limits.snapshot_holder import ConfigSnapshotCollector
 
         signals.connect()
-        metrics.scrape_collector_add(ConfigSnapshotCollector())
+        scrape_collector_add(ConfigSnapshotCollector())

@@ -15,7 +15,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from apps.common.metrics import metrics_exposition
+from apps.common.metrics_exposition import metrics_exposition
 from apps.ops.readiness import FAIL, readiness_report
 
 
