@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 
 from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from apps.enforcement.models import FallbackRequest
@@ -40,33 +41,41 @@ def request_replayed(item: CheckItem) -> bool | None:
     a real request's id), as the Redis path does (engine/store/plan.py)."""
     if not item.request_id:
         return None
-    young = timezone.now() - REPLAY_WINDOW
-    found = FallbackRequest.objects.filter(
-        customer=item.customer, request_id=item.request_id, created_at__gt=young
-    ).first()
+    return _replayed(item, _young().filter(customer=item.customer, request_id=item.request_id).first())
+
+
+def requests_replayed(items: Sequence[CheckItem]) -> list[bool] | None:
+    """With Redis answering: the decisions given without Redis to `items`, when every item has one; else None, and
+    they are decided as usual. One query for all the items. Raises IdempotencyKeyReused (the indexes) as
+    request_replayed does."""
+    if not all(item.request_id for item in items) or not requests_recent():
+        return None
+    rows = _young().filter(customer__in={item.customer for item in items}, request_id__in={i.request_id for i in items})
+    kept: dict[tuple[str, str | None], FallbackRequest] = {(row.customer, row.request_id): row for row in rows}
+    found: list[bool | None] = []
+    reused: list[int] = []
+    for index, item in enumerate(items):
+        try:
+            found.append(_replayed(item, kept.get((item.customer, item.request_id))))
+        except IdempotencyKeyReused:
+            reused.append(index)
+    if reused:
+        raise IdempotencyKeyReused(tuple(reused))
+    return None if any(allowed is None for allowed in found) else [bool(allowed) for allowed in found]
+
+
+def _young() -> QuerySet[FallbackRequest]:
+    """The ids decided within the replay window: older ones are Redis's to decide, as its stored decisions lapse."""
+    return FallbackRequest.objects.filter(created_at__gt=timezone.now() - REPLAY_WINDOW)
+
+
+def _replayed(item: CheckItem, found: FallbackRequest | None) -> bool | None:
     if found is None:
         return None
     # Rows written before fingerprints were kept have none: they replay, as they did.
     if item.dry_run or (found.fingerprint and found.fingerprint != _fingerprint(item)):
         raise IdempotencyKeyReused((0,))
     return found.allowed
-
-
-def requests_replayed(items: Sequence[CheckItem]) -> list[bool] | None:
-    """With Redis answering: the decisions given without Redis to `items`, when every item has one; else None, and
-    they are decided as usual. Raises IdempotencyKeyReused (the indexes) as request_replayed does."""
-    if not all(item.request_id for item in items) or not requests_recent():
-        return None
-    found: list[bool | None] = []
-    reused: list[int] = []
-    for index, item in enumerate(items):
-        try:
-            found.append(request_replayed(item))
-        except IdempotencyKeyReused:
-            reused.append(index)
-    if reused:
-        raise IdempotencyKeyReused(tuple(reused))
-    return None if any(allowed is None for allowed in found) else [bool(allowed) for allowed in found]
 
 
 def requests_recent() -> bool:
@@ -76,7 +85,7 @@ def requests_recent() -> bool:
     if now - _recent.asked_at >= RECENT_ASKED_EVERY_S:
         _recent.asked_at = now
         try:
-            _recent.value = FallbackRequest.objects.filter(created_at__gt=timezone.now() - REPLAY_WINDOW).exists()
+            _recent.value = _young().exists()
         except DatabaseError:
             _recent.value = False
     return _recent.value

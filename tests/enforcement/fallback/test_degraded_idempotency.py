@@ -157,3 +157,14 @@ def test_another_process_learns_of_degraded_ids_within_a_second_and_pays_nothing
 
     assert requests_replayed([item]) == [False]
     assert requests_replayed([item, CheckItem("acct-1", "Op")]) is None  # not every item has an id
+
+
+def test_a_batch_is_looked_up_in_one_query_whatever_its_size(django_assert_num_queries) -> None:
+    items = [CheckItem(f"acct-{n}", "Op", request_id=f"b-{n}") for n in range(20)]
+    for n, item in enumerate(items):
+        FallbackRequest.objects.create(customer=item.customer, request_id=item.request_id, allowed=n % 2 == 0)
+    requests._recent.value, requests._recent.asked_at = True, time.monotonic()
+
+    with django_assert_num_queries(1):
+        assert requests_replayed(items) == [n % 2 == 0 for n in range(20)]
+    assert requests_replayed([*items, CheckItem("acct-1", "Op", request_id="new")]) is None
