@@ -30,11 +30,13 @@ from apps.enforcement.counters.inspection import (
 # The database policy's counter keys follow the engine layout under their own prefix.
 from apps.enforcement.fallback import fallback_layout
 from apps.enforcement.models import AllocationSet, FallbackCounter
-from apps.engine import Store
+from apps.engine import KeyLayout, Store
 from apps.limits.snapshot import LimitConfig
 from apps.usage.models import CounterRecord
 
 HISTORY_ACTION = "unblock"
+# Counter records and allocation sets name a counter by its key without the store prefix: any prefix serves.
+_NAMES = KeyLayout("names")
 
 
 class CannotUnblock(ApplicationError):
@@ -94,7 +96,7 @@ def _fallback_rows_delete(customer: str, limit: LimitConfig) -> int:
 
 def _rebuild_rows_delete(customer: str, limit: LimitConfig) -> tuple[int, int]:
     """The limit's counter records and allocation sets of `customer` (counters named without the store prefix)."""
-    head = customer_key_head("-", customer)[len("-:") :]
+    head = _NAMES.counter_id(_NAMES.customer_counters_head(customer))
     records = CounterRecord.objects.filter(counter__startswith=head).values_list("pk", "counter")
     wanted = [pk for pk, counter in records if is_limit_key(counter[len(head) :], limit)]
     records_deleted = CounterRecord.objects.filter(pk__in=wanted).delete()[0] if wanted else 0
